@@ -1,0 +1,173 @@
+"""Idempotent operations (SPEC §7.1) and their settlement (§7.2).
+
+``begin_operation`` is the first touch: it stores the immutable tuple, or checks a
+later touch against it and decides replay / refuse / run again under a new lease.
+``settle_operation`` is the only code that moves an operation to a settled state: a
+compare-and-set whose predicate covers the whole tuple, the lease epoch (the fencing
+token of the attempt that reports) and the revision.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from allocation import errors
+from allocation.models import Operation, OperationState
+from spaces.models import ApiKey
+
+TRANSIENT_CODES = frozenset({"conflict_key_reserved"})
+
+
+def request_fingerprint(method: str, path: str, body: Any) -> str:
+    """SHA-256 of method, path and the canonical JSON body (SPEC §7.1)."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{method.upper()}\n{path}\n{canonical}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What to do with a request: ``replay`` the stored response, or ``run`` under a lease."""
+
+    operation: Operation
+    replay: bool
+
+
+def lease_seconds() -> int:
+    return settings.SPACES_OPERATION_LEASE_SECONDS
+
+
+def retry_after_ms(operation: Operation) -> int:
+    if operation.lease_expires_at is None:
+        return 200
+    remaining = (operation.lease_expires_at - timezone.now()).total_seconds()
+    return max(100, min(int(remaining * 1000), 5000))
+
+
+def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path: str, fingerprint: str) -> Begun:
+    now = timezone.now()
+    lease_until = now + timedelta(seconds=lease_seconds())
+    try:
+        with transaction.atomic():
+            operation = Operation.objects.create(
+                space_id=api_key.space_id,
+                member_id=api_key.member_id,
+                key=idempotency_key,
+                fingerprint=fingerprint,
+                binding_generation=api_key.generation,
+                method=method,
+                path=path,
+                state=OperationState.IN_PROGRESS,
+                lease_epoch=1,
+                lease_expires_at=lease_until,
+            )
+        return Begun(operation, replay=False)
+    except IntegrityError:
+        pass  # a touch before ours (possibly still running): read it
+
+    with transaction.atomic():
+        operation = Operation.objects.select_for_update().get(
+            space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key
+        )
+        if operation.fingerprint != fingerprint:
+            raise errors.IdempotencyKeyReused(
+                f"Idempotency-Key {idempotency_key!r} was first used for {operation.method} {operation.path} "
+                "with another body; use a new key for a new request."
+            )
+        if operation.binding_generation != api_key.generation:
+            raise errors.IdempotencyBindingMismatch(
+                f"Idempotency-Key {idempotency_key!r} is bound to key generation {operation.binding_generation}, "
+                f"this key is generation {api_key.generation}; use a new Idempotency-Key.",
+                stored_generation=operation.binding_generation,
+                presented_generation=api_key.generation,
+            )
+        if operation.state == OperationState.COMPLETED:
+            return Begun(operation, replay=True)
+        lease_live = operation.lease_expires_at is not None and operation.lease_expires_at > now
+        if operation.state == OperationState.IN_PROGRESS and lease_live:
+            wait = retry_after_ms(operation)
+            raise errors.IdempotencyInProgress(
+                f"The first request with this Idempotency-Key is still running; retry in {wait} ms.",
+                retry_after_ms=wait,
+                headers={"Retry-After": str(max(1, wait // 1000))},
+            )
+        # Unknown, or a lease that expired: run again under a new lease and a new fencing token.
+        Operation.objects.filter(pk=operation.pk).update(
+            state=OperationState.IN_PROGRESS,
+            lease_epoch=F("lease_epoch") + 1,
+            lease_expires_at=lease_until,
+            revision=F("revision") + 1,
+            updated_at=now,
+        )
+        operation.refresh_from_db()
+    return Begun(operation, replay=False)
+
+
+def is_transient(status: int, body: Any) -> bool:
+    """Outcomes a retry may change (SPEC §7.1): 409 conflict_key_reserved, 429, 5xx."""
+    if status == 429 or status >= 500:
+        return True
+    return status == 409 and isinstance(body, dict) and body.get("code") in TRANSIENT_CODES
+
+
+def settle_operation(*, operation: Operation, status: int, body: Any, headers: dict[str, str]) -> bool:
+    """Record the outcome the attempt holding ``operation.lease_epoch`` observed.
+
+    Returns False when the compare-and-set lost: another attempt holds a newer lease or
+    the record already settled. A completed record is never overwritten (first commit
+    wins), and a transient outcome only drops the lease so a retry can run.
+    """
+    now = timezone.now()
+    matching = Operation.objects.filter(
+        pk=operation.pk,
+        key=operation.key,
+        fingerprint=operation.fingerprint,
+        binding_generation=operation.binding_generation,
+        lease_epoch=operation.lease_epoch,
+        state=OperationState.IN_PROGRESS,
+    )
+    if is_transient(status, body):
+        changes = dict(state=OperationState.UNKNOWN, lease_expires_at=None)
+    else:
+        changes = dict(
+            state=OperationState.COMPLETED,
+            response_status=status,
+            response_body=body,
+            response_headers=headers,
+            completed_at=now,
+            lease_expires_at=None,
+        )
+    return matching.update(**changes, revision=F("revision") + 1, updated_at=now) == 1
+
+
+def abandon_operation(*, operation: Operation) -> bool:
+    """The attempt crashed: the operation becomes unknown and retryable at once."""
+    return (
+        Operation.objects.filter(pk=operation.pk, lease_epoch=operation.lease_epoch, state=OperationState.IN_PROGRESS)
+        .update(state=OperationState.UNKNOWN, lease_expires_at=None, revision=F("revision") + 1, updated_at=timezone.now())
+        == 1
+    )
+
+
+def expire_operations(*, dry_run: bool = False) -> int:
+    """Leases that ran out become ``unknown`` (retryable); returns how many."""
+    stale = Operation.objects.filter(state=OperationState.IN_PROGRESS, lease_expires_at__lte=timezone.now())
+    if dry_run:
+        return stale.count()
+    return stale.update(state=OperationState.UNKNOWN, revision=F("revision") + 1, updated_at=timezone.now())
+
+
+def purge_operations(*, dry_run: bool = False) -> int:
+    """Delete operations older than the retention (default 24 hours); in-flight ones stay."""
+    cutoff = timezone.now() - timedelta(hours=settings.SPACES_OPERATION_RETENTION_HOURS)
+    old = Operation.objects.filter(created_at__lt=cutoff).exclude(state=OperationState.IN_PROGRESS)
+    if dry_run:
+        return old.count()
+    return old.delete()[0]

@@ -1,0 +1,148 @@
+"""Reservations, occupancy, steward holds and idempotent operations (SPEC §4, §5.2, §7)."""
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class ConflictKind(models.TextChoices):
+    CREATE_TASK = "create_task"
+    POST_REVIEW_NOTE = "post_review_note"
+
+
+class DeliveryMode(models.TextChoices):
+    RESULT = "result"
+    REPOSITORY_CHANGE = "repository_change"
+    REVIEW = "review"
+    MESSAGE = "message"  # a note's mode (SPEC §4.1)
+
+
+TASK_DELIVERY_MODES = (DeliveryMode.RESULT, DeliveryMode.REPOSITORY_CHANGE, DeliveryMode.REVIEW)
+
+
+class Reservation(models.Model):
+    """A create intent's claim on a conflict key for one allocation window (SPEC §4.5.4)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=32, choices=ConflictKind.choices)
+    target = models.TextField()
+    delivery_mode = models.CharField(max_length=32, choices=DeliveryMode.choices)
+    received_seq = models.BigIntegerField()
+    payload_sha256 = models.CharField(max_length=64)
+    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="+")
+    # The idempotent operation that made it, so that operation's retry can take it over.
+    operation = models.ForeignKey("allocation.Operation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["space", "kind", "target", "delivery_mode"], name="reservation_one_per_conflict_key"
+            ),
+        ]
+        indexes = [models.Index(fields=["expires_at"], name="reservation_expires_at")]
+
+    def __str__(self) -> str:
+        return f"reservation {self.pk} {self.target} ({self.delivery_mode})"
+
+
+class Occupancy(models.Model):
+    """The durable record of which live task (or note) holds a conflict key (SPEC §4.4).
+
+    The unique constraint is the final referee of "one task per key": whichever
+    transaction inserts the row first wins, every other gets an IntegrityError.
+    """
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=32, choices=ConflictKind.choices)
+    target = models.TextField()
+    delivery_mode = models.CharField(max_length=32, choices=DeliveryMode.choices)
+    task = models.ForeignKey("tasks.Task", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    note = models.ForeignKey("tasks.Note", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "occupancy"
+        constraints = [
+            models.UniqueConstraint(fields=["space", "kind", "target", "delivery_mode"], name="occupancy_one_per_conflict_key"),
+            models.CheckConstraint(
+                condition=Q(task__isnull=False, note__isnull=True) | Q(task__isnull=True, note__isnull=False),
+                name="occupancy_names_one_occupant",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.target} ({self.delivery_mode}) → {'task ' + str(self.task_id) if self.task_id else 'note ' + str(self.note_id)}"
+
+
+class SlotHold(models.Model):
+    """A steward's hold on a catalog slot: new tasks binding to it are refused (SPEC §5.2)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    work_item_id = models.CharField(max_length=32)
+    held_by = models.ForeignKey("spaces.Member", null=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["space", "work_item_id"], name="hold_one_per_slot")]
+
+    def __str__(self) -> str:
+        return f"hold {self.work_item_id}"
+
+
+class ReceivedSeqTicket(models.Model):
+    """Arrival tickets on databases without sequences (SQLite); PostgreSQL uses a SEQUENCE."""
+
+    created_at = models.DateTimeField(default=timezone.now)
+
+
+class OperationState(models.TextChoices):
+    IN_PROGRESS = "in_progress"  # a lease is live: one attempt is running
+    UNKNOWN = "unknown"  # nothing settled: retryable (lease expired, or a transient outcome)
+    COMPLETED = "completed"  # settled: replays answer the stored response
+
+
+class Operation(models.Model):
+    """One ``Idempotency-Key`` of one member (SPEC §7.1).
+
+    ``(key, fingerprint, binding_generation)`` is written once and never changes. Every
+    change of ``state`` goes through ``allocation.settlement``: a compare-and-set on the
+    tuple, the lease epoch and ``revision``.
+    """
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="operations")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    binding_generation = models.PositiveIntegerField()
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=500)
+    state = models.CharField(max_length=16, choices=OperationState.choices, default=OperationState.IN_PROGRESS)
+    # Fencing token: increases with every new lease; a report must carry the current one.
+    lease_epoch = models.PositiveIntegerField(default=1)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    revision = models.PositiveIntegerField(default=1)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    response_headers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "member", "key"], name="operation_one_per_member_key"),
+            models.CheckConstraint(condition=Q(state__in=OperationState.values), name="operation_state_valid"),
+        ]
+        indexes = [
+            models.Index(fields=["created_at"], name="operation_created_at"),
+            models.Index(
+                fields=["lease_expires_at"], name="operation_live_leases", condition=Q(state="in_progress")
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"operation {self.key} ({self.state})"

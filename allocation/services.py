@@ -1,0 +1,236 @@
+"""Binding, reservations, occupancy and holds (SPEC §4.3–§4.5, §5.2).
+
+The create flow itself lives in ``tasks.services.create_task``; it calls ``reserve``
+(its own committed transaction), then ``occupy`` inside the mutation transaction, and
+``release_reservation`` if that fails.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from allocation import errors
+from allocation.binding import SlotScore, decide, normalize_title, tokens
+from allocation.catalog_index import catalog_index
+from allocation.conflict_keys import ConflictKey, task_target
+from allocation.models import (
+    TASK_DELIVERY_MODES,
+    ConflictKind,
+    Occupancy,
+    Operation,
+    ReceivedSeqTicket,
+    Reservation,
+    SlotHold,
+)
+from spaces import errors as space_errors
+from spaces.catalog import normalize_work_item_id
+from spaces.models import CharterItem, Member, Space
+
+MAX_LISTED_IDS = 50
+
+
+@dataclass(frozen=True)
+class BindResult:
+    work_item_id: str | None
+    scores: tuple[SlotScore, ...]
+    conflict_key: ConflictKey
+
+    def as_dict(self) -> dict:
+        return {
+            "work_item_id": self.work_item_id,
+            "scores": [s.as_dict() for s in self.scores],
+            "conflict_key": self.conflict_key.as_dict(),
+        }
+
+
+def valid_work_item_ids(space: Space) -> tuple[list[str], int]:
+    items = CharterItem.objects.filter(space=space).order_by("position")
+    return list(items.values_list("work_item_id", flat=True)[:MAX_LISTED_IDS]), items.count()
+
+
+def check_work_item_id(*, space: Space, raw: object) -> str:
+    """SPEC §4.3.1: normalize an explicit ``work_item_id`` and check it is in the catalog."""
+    work_item_id = normalize_work_item_id(raw) if isinstance(raw, str) else None
+    if work_item_id is None:
+        ids, total = valid_work_item_ids(space)
+        raise errors.InvalidWorkItemId(
+            f"{raw!r} is not a work item id: use T followed by digits, such as T1.",
+            valid_work_item_ids=ids,
+            catalog_size=total,
+        )
+    if not CharterItem.objects.filter(space=space, work_item_id=work_item_id).exists():
+        ids, total = valid_work_item_ids(space)
+        raise errors.UnknownWorkItem(
+            f"{work_item_id} is not in this space's catalog.", valid_work_item_ids=ids, catalog_size=total
+        )
+    return work_item_id
+
+
+def bind_title(
+    *, space: Space, title: str, work_item_id: object = None, delivery_mode: str = "result"
+) -> BindResult:
+    """The bind decision and conflict key for a create intent; writes nothing."""
+    if delivery_mode not in TASK_DELIVERY_MODES:
+        raise space_errors.InvalidRequest(
+            f"Unknown delivery mode {delivery_mode!r}.",
+            fields={"delivery_mode": [f"One of: {', '.join(TASK_DELIVERY_MODES)}."]},
+        )
+    explicit = check_work_item_id(space=space, raw=work_item_id) if work_item_id is not None else None
+    index = catalog_index(space)
+    scores = tuple(index.scores(tokens(title)))
+    bound = explicit or decide(scores)
+    if bound is None and not normalize_title(title):
+        raise space_errors.InvalidRequest(
+            "The title is empty after normalization, so no conflict key can be formed.",
+            fields={"title": ["Must contain something besides white space."]},
+        )
+    target = task_target(space.slug, work_item_id=bound, title=title)
+    return BindResult(bound, scores, ConflictKey(ConflictKind.CREATE_TASK, target, delivery_mode))
+
+
+# --- Arrival order ---------------------------------------------------------------------------
+
+
+def next_received_seq() -> int:
+    """A number from a database sequence, taken when an intent arrives (SPEC §4.5)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT nextval('allocation_received_seq')")
+            return cursor.fetchone()[0]
+    return ReceivedSeqTicket.objects.create().pk
+
+
+# --- Reserve, occupy, release ----------------------------------------------------------------
+
+
+def occupied_error(occupancy: Occupancy, key: ConflictKey) -> errors.ConflictKeyOccupied:
+    if occupancy.task_id is not None:
+        task = occupancy.task
+        winner = {"type": "task", "id": task.number, "status": task.status}
+        detail = f"Task {task.number} already holds this work ({task.status}): claim or join it instead of creating it again."
+    else:
+        winner = {"type": "note", "id": occupancy.note_id}
+        detail = f"You already left this note (note {occupancy.note_id}); nothing was written."
+    return errors.ConflictKeyOccupied(
+        detail, conflict_key=key.as_dict(), outcome="redirect", winner=winner, write_occurred=False
+    )
+
+
+def reserved_error(reservation: Reservation, key: ConflictKey) -> errors.ConflictKeyReserved:
+    return errors.ConflictKeyReserved(
+        f"Another request is creating this work right now; retry in {errors.RESERVED_RETRY_AFTER_MS} ms to see the winner.",
+        conflict_key=key.as_dict(),
+        outcome="idle",
+        winner={"type": "reserved_intent", "id": reservation.pk},
+        write_occurred=False,
+        retry_after_ms=errors.RESERVED_RETRY_AFTER_MS,
+        headers={"Retry-After": "1"},
+    )
+
+
+def held_error(work_item_id: str, key: ConflictKey) -> errors.ConflictKeyHeld:
+    return errors.ConflictKeyHeld(
+        f"A steward holds slot {work_item_id}; no new task may take it until the hold is released.",
+        conflict_key=key.as_dict(),
+        outcome="idle",
+        winner={"type": "steward_hold", "work_item_id": work_item_id},
+        write_occurred=False,
+    )
+
+
+def key_filter(space: Space, key: ConflictKey) -> dict:
+    return {"space": space, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode}
+
+
+def find_occupancy(space: Space, key: ConflictKey) -> Occupancy | None:
+    return Occupancy.objects.select_related("task").filter(**key_filter(space, key)).first()
+
+
+def reserve(
+    *,
+    space: Space,
+    key: ConflictKey,
+    member: Member,
+    received_seq: int,
+    payload_sha256: str,
+    work_item_id: str | None = None,
+    operation: Operation | None = None,
+) -> Reservation:
+    """Steps 2–4 of SPEC §4.5 in one committed transaction; raises the 409 that applies.
+
+    A stale reservation (past ``expires_at``) is taken over under its row lock, so a
+    crashed process never blocks a key longer than the window, with or without the
+    operator command. A reservation left by the same idempotent operation is taken over
+    too: a retry does not lose to itself.
+    """
+    now = timezone.now()
+    expires_at = now + timedelta(seconds=space.allocation_window_seconds)
+    fields = dict(
+        received_seq=received_seq,
+        payload_sha256=payload_sha256,
+        member=member,
+        operation=operation,
+        created_at=now,
+        expires_at=expires_at,
+    )
+    with transaction.atomic():
+        if work_item_id is not None and SlotHold.objects.filter(space=space, work_item_id=work_item_id).exists():
+            raise held_error(work_item_id, key)
+        occupancy = find_occupancy(space, key)
+        if occupancy is not None:
+            raise occupied_error(occupancy, key)
+        for _ in range(3):
+            try:
+                with transaction.atomic():
+                    return Reservation.objects.create(**key_filter(space, key), **fields)
+            except IntegrityError:
+                pass
+            existing = Reservation.objects.select_for_update().filter(**key_filter(space, key)).first()
+            if existing is None:
+                continue  # deleted between our insert and our read: try the insert again
+            same_operation = operation is not None and existing.operation_id == operation.pk
+            if existing.expires_at > now and not same_operation:
+                raise reserved_error(existing, key)
+            existing.delete()  # lazily expired (or ours): replace it under the row lock
+        # Three rounds lost to concurrent churn: report the key as busy rather than spin.
+        raise reserved_error(Reservation(pk=0), key)
+
+
+def occupy(*, reservation: Reservation, space: Space, key: ConflictKey, task=None, note=None) -> Occupancy:
+    """Inside the mutation transaction: take the key durably and drop the reservation.
+
+    The occupancy unique constraint decides if another intent slipped in after our
+    reservation expired; the IntegrityError then rolls the whole mutation back.
+    """
+    occupancy = Occupancy.objects.create(**key_filter(space, key), task=task, note=note)
+    Reservation.objects.filter(pk=reservation.pk).delete()
+    return occupancy
+
+
+def release_reservation(reservation: Reservation) -> None:
+    Reservation.objects.filter(pk=reservation.pk, received_seq=reservation.received_seq).delete()
+
+
+def expire_reservations(*, now: datetime | None = None, dry_run: bool = False) -> int:
+    """Delete reservations past their window (crashed processes'); returns how many."""
+    stale = Reservation.objects.filter(expires_at__lte=now or timezone.now())
+    if dry_run:
+        return stale.count()
+    return stale.delete()[0]
+
+
+# --- Holds (SPEC §5.2) -----------------------------------------------------------------------
+
+
+def hold_slot(*, space: Space, work_item_id: object, actor: Member, reason: str = "") -> SlotHold:
+    slot = check_work_item_id(space=space, raw=work_item_id)
+    hold, _ = SlotHold.objects.get_or_create(space=space, work_item_id=slot, defaults={"held_by": actor, "reason": reason})
+    return hold
+
+
+def release_slot(*, space: Space, work_item_id: object) -> int:
+    slot = normalize_work_item_id(work_item_id) if isinstance(work_item_id, str) else None
+    return SlotHold.objects.filter(space=space, work_item_id=slot).delete()[0] if slot else 0

@@ -1,0 +1,1 @@
+"""The Django project: configuration only (no business rules live here)."""

@@ -1,0 +1,91 @@
+"""Render every refusal as ``application/problem+json`` (SPEC §3).
+
+One exception handler for DRF, plus JSON handlers for what Django answers itself
+(unknown routes, oversized bodies, crashes), all built from the one refusal registry.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from spaces import errors
+
+PROBLEM_JSON = "application/problem+json"
+logger = logging.getLogger("spaces.errors")
+
+
+def problem_response(error: errors.DomainError) -> JsonResponse:
+    response = JsonResponse(error.as_body(), status=error.http_status, content_type=PROBLEM_JSON)
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
+
+
+def flatten_validation(detail: Any) -> dict[str, list[str]] | list[str]:
+    if isinstance(detail, dict):
+        return {str(k): flatten_validation(v) for k, v in detail.items()}
+    if isinstance(detail, list):
+        if all(not isinstance(v, (dict, list)) for v in detail):
+            return [str(v) for v in detail]
+        return [flatten_validation(v) for v in detail]
+    return [str(detail)]
+
+
+def translate(exc: Exception) -> errors.DomainError | None:
+    """Map framework exceptions onto the registry's refusals."""
+    if isinstance(exc, errors.DomainError):
+        return exc
+    if isinstance(exc, drf.ValidationError):
+        fields = flatten_validation(exc.detail)
+        if not isinstance(fields, dict):
+            fields = {"non_field_errors": fields}
+        return errors.InvalidRequest("The request has invalid fields; see `fields`.", fields=fields)
+    if isinstance(exc, drf.ParseError):
+        return errors.MalformedJson(f"The body is not valid JSON: {exc.detail}")
+    if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
+        return errors.Unauthenticated(str(exc.detail), headers={"WWW-Authenticate": 'Bearer realm="spaces"'})
+    if isinstance(exc, (drf.PermissionDenied, DjangoPermissionDenied)):
+        return errors.Forbidden()
+    if isinstance(exc, (drf.NotFound, Http404)):
+        return errors.NotFound()
+    if isinstance(exc, drf.MethodNotAllowed):
+        return errors.MethodNotAllowed(str(exc.detail))
+    if isinstance(exc, drf.UnsupportedMediaType):
+        return errors.UnsupportedMediaType(str(exc.detail))
+    if isinstance(exc, drf.Throttled):
+        wait_ms = int((exc.wait or 1) * 1000)
+        return errors.RateLimited(retry_after_ms=wait_ms, headers={"Retry-After": str(max(1, wait_ms // 1000))})
+    if isinstance(exc, drf.NotAcceptable):
+        return errors.InvalidRequest("This route answers JSON only.", fields={"Accept": ["Use application/json."]})
+    return None
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    error = translate(exc)
+    if error is None:
+        return None  # an unexpected exception: Django's handler500 renders it as JSON
+    response = Response(error.as_body(), status=error.http_status, content_type=PROBLEM_JSON)
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
+
+
+def not_found_view(request, exception=None) -> JsonResponse:
+    return problem_response(errors.NotFound("No such route. The API lives under /v1/; see /v1/docs."))
+
+
+def bad_request_view(request, exception=None) -> JsonResponse:
+    return problem_response(errors.InvalidRequest("The request could not be read.", fields={}))
+
+
+def permission_denied_view(request, exception=None) -> JsonResponse:
+    return problem_response(errors.Forbidden())
+
+
+def server_error_view(request) -> JsonResponse:
+    return problem_response(errors.ServerError())

@@ -1,0 +1,113 @@
+"""Input and output shapes for the spaces routes."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from spaces.catalog import MAX_ALIASES, MAX_TITLE
+from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
+
+MAX_BODY = 64 * 1024  # SPEC §3: a task, post or note body is at most 64 KiB
+
+
+class SpaceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Space
+        fields = [
+            "slug",
+            "name",
+            "task_claim_hours",
+            "confirmations_required",
+            "allocation_window_seconds",
+            "max_claims_per_task",
+            "max_attempts_per_cycle",
+            "created_at",
+        ]
+        read_only_fields = ["slug", "created_at"]
+
+
+class SpaceUpdateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    task_claim_hours = serializers.IntegerField(min_value=1, max_value=24, required=False)
+    confirmations_required = serializers.IntegerField(min_value=0, max_value=100, required=False)
+    allocation_window_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
+    max_claims_per_task = serializers.IntegerField(min_value=1, max_value=3, required=False)
+    max_attempts_per_cycle = serializers.IntegerField(min_value=1, max_value=5, required=False)
+
+
+class KeySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApiKey
+        fields = ["prefix", "generation", "created_at", "expires_at", "revoked_at", "last_used_at"]
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    keys = KeySerializer(source="api_keys", many=True, read_only=True)
+
+    class Meta:
+        model = Member
+        fields = ["id", "name", "role", "created_at", "keys"]
+
+
+class MemberRoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class IssueKeySerializer(serializers.Serializer):
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class JoinLinkCreateSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    max_uses = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1_000_000)
+
+
+class JoinLinkSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JoinLink
+        fields = ["id", "role", "expires_at", "max_uses", "uses", "created_at"]
+
+
+class JoinSerializer(serializers.Serializer):
+    link = serializers.CharField(max_length=2000)
+    name = serializers.CharField(max_length=100, required=False)
+
+
+class CharterItemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CharterItem
+        fields = ["work_item_id", "canonical_title", "aliases", "updated_at"]
+
+
+class CharterUpsertSerializer(serializers.Serializer):
+    canonical_title = serializers.CharField(max_length=MAX_TITLE)
+    aliases = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_TITLE), max_length=MAX_ALIASES, required=False, default=list
+    )
+
+
+class AuthorSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Member
+        fields = ["id", "name"]
+
+
+class PostSerializer(serializers.ModelSerializer):
+    author = AuthorSerializer(read_only=True)
+    hidden = serializers.SerializerMethodField()
+    withheld = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Post
+        fields = ["id", "author", "title", "body", "created_at", "hidden", "withheld"]
+
+    def get_hidden(self, post: Post) -> bool:
+        return post.hidden_at is not None
+
+    def get_withheld(self, post: Post) -> bool:
+        return post.withheld_at is not None
+
+
+class PostCreateSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=MAX_TITLE, required=False, allow_blank=True, default="")
+    body = serializers.CharField(max_length=MAX_BODY)

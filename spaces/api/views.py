@@ -1,0 +1,210 @@
+"""Thin views for spaces, members, keys, join links, the catalog and posts (SPEC §3.1)."""
+from __future__ import annotations
+
+from django.db.models import Prefetch
+from rest_framework import status
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from spaces import errors, selectors, services
+from spaces.api import serializers as s
+from spaces.api.pagination import IdCursorPagination, PositionCursorPagination
+from spaces.catalog import normalize_work_item_id
+from spaces.models import ApiKey, CharterItem, Member, Role
+from spaces.reference import SECTIONS, build_reference
+
+READ, WRITE, STEWARD = Role.READER, Role.WRITER, Role.STEWARD
+
+
+class SpaceView(APIView):
+    """A route inside ``/v1/spaces/{slug}``; permissions have checked the slug and role."""
+
+    required_roles: dict[str, str] = {}
+
+    @property
+    def space(self):
+        return self.request.auth.space
+
+    @property
+    def member(self) -> Member:
+        return self.request.user
+
+    def validated(self, serializer_class, data=None) -> dict:
+        serializer = serializer_class(data=self.request.data if data is None else data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def paginate(self, queryset, serializer_class, pagination_class=IdCursorPagination) -> Response:
+        paginator = pagination_class()
+        page = paginator.paginate_queryset(queryset, self.request, view=self)
+        return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+class JoinView(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    def post(self, request: Request) -> Response:
+        serializer = s.JoinSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        member, key, raw = services.join(**serializer.validated_data)
+        return Response(
+            {"key": raw, "member": s.MemberSerializer(member).data, "space": member.space.slug, "role": member.role},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class SpaceDetailView(SpaceView):
+    required_roles = {"PATCH": STEWARD}
+
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(s.SpaceSerializer(self.space).data)
+
+    def patch(self, request: Request, slug: str) -> Response:
+        changes = self.validated(s.SpaceUpdateSerializer)
+        space = services.update_space(space=self.space, **changes)
+        return Response(s.SpaceSerializer(space).data)
+
+
+class JoinLinkListView(SpaceView):
+    required_roles = {"GET": STEWARD, "POST": STEWARD}
+
+    def get(self, request: Request, slug: str) -> Response:
+        return self.paginate(self.space.join_links.all(), s.JoinLinkSerializer)
+
+    def post(self, request: Request, slug: str) -> Response:
+        data = self.validated(s.JoinLinkCreateSerializer)
+        link, token = services.create_join_link(space=self.space, actor=self.member, **data)
+        return Response(
+            {"id": link.pk, "link": request.build_absolute_uri(f"/v1/join?token={token}"), "token": token,
+             **s.JoinLinkSerializer(link).data},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class JoinLinkDetailView(SpaceView):
+    required_roles = {"DELETE": STEWARD}
+
+    def delete(self, request: Request, slug: str, link_id: str) -> Response:
+        services.delete_join_link(link=selectors.get_join_link(space=self.space, link_id=link_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def members_with_keys(space):
+    return Member.objects.filter(space=space).prefetch_related(
+        Prefetch("api_keys", queryset=ApiKey.objects.order_by("created_at"))
+    )
+
+
+class MemberListView(SpaceView):
+    required_roles = {"GET": STEWARD}
+
+    def get(self, request: Request, slug: str) -> Response:
+        return self.paginate(members_with_keys(self.space), s.MemberSerializer)
+
+
+class MemberDetailView(SpaceView):
+    required_roles = {"PATCH": STEWARD}
+
+    def patch(self, request: Request, slug: str, member_id: str) -> Response:
+        member = selectors.get_member(space=self.space, member_id=member_id)
+        data = self.validated(s.MemberRoleSerializer)
+        member = services.change_role(member=member, role=data["role"])
+        return Response(s.MemberSerializer(members_with_keys(self.space).get(pk=member.pk)).data)
+
+
+class MemberKeysView(SpaceView):
+    """Issue (or rotate to) a new key: stewards for anyone, a member for itself."""
+
+    def post(self, request: Request, slug: str, member_id: str) -> Response:
+        member = selectors.get_member(space=self.space, member_id=member_id)
+        if member.pk != self.member.pk and self.member.role != STEWARD:
+            raise errors.Forbidden("Only a steward issues keys for another member.")
+        data = self.validated(s.IssueKeySerializer)
+        key, raw = services.issue_key(member=member, expires_at=data.get("expires_at"))
+        return Response({"key": raw, "member": member.pk, **s.KeySerializer(key).data}, status=status.HTTP_201_CREATED)
+
+
+class KeyRevokeView(SpaceView):
+    """``DELETE /v1/keys/{prefix}``: a steward for any key of the space, a member for its own."""
+
+    def delete(self, request: Request, prefix: str) -> Response:
+        key = selectors.get_key(space=self.space, prefix=prefix)
+        if key.member_id != self.member.pk and self.member.role != STEWARD:
+            raise errors.KeyNotFound()
+        services.revoke_key(key=key)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CharterListView(SpaceView):
+    def get(self, request: Request, slug: str) -> Response:
+        return self.paginate(CharterItem.objects.filter(space=self.space), s.CharterItemSerializer, PositionCursorPagination)
+
+
+class CharterItemView(SpaceView):
+    required_roles = {"PUT": STEWARD, "DELETE": STEWARD}
+
+    def work_item_id(self, raw: str) -> str:
+        work_item_id = normalize_work_item_id(raw)
+        if work_item_id is None:
+            raise errors.CatalogInvalid(f"{raw!r} is not a work item id: T followed by digits, such as T1.")
+        return work_item_id
+
+    def get(self, request: Request, slug: str, work_item_id: str) -> Response:
+        item = selectors.get_charter_item(space=self.space, work_item_id=self.work_item_id(work_item_id))
+        return Response(s.CharterItemSerializer(item).data)
+
+    def put(self, request: Request, slug: str, work_item_id: str) -> Response:
+        data = self.validated(s.CharterUpsertSerializer)
+        item, created = services.upsert_charter_item(
+            space=self.space, work_item_id=self.work_item_id(work_item_id), **data
+        )
+        return Response(s.CharterItemSerializer(item).data, status=201 if created else 200)
+
+    def delete(self, request: Request, slug: str, work_item_id: str) -> Response:
+        item = selectors.get_charter_item(space=self.space, work_item_id=self.work_item_id(work_item_id))
+        services.delete_charter_item(item=item)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PostListView(SpaceView):
+    required_roles = {"POST": WRITE}
+
+    def get(self, request: Request, slug: str) -> Response:
+        return self.paginate(selectors.visible_posts(space=self.space, viewer=self.member), s.PostSerializer)
+
+    def post(self, request: Request, slug: str) -> Response:
+        data = self.validated(s.PostCreateSerializer)
+        post = services.create_post(space=self.space, author=self.member, **data)
+        return Response(s.PostSerializer(post).data, status=status.HTTP_201_CREATED)
+
+
+class PostHideView(SpaceView):
+    required_roles = {"POST": WRITE}
+
+    def post(self, request: Request, slug: str, post_id: str) -> Response:
+        post = services.hide_post(post=selectors.get_post(space=self.space, post_id=post_id), actor=self.member)
+        return Response(s.PostSerializer(post).data)
+
+
+class PostWithholdView(SpaceView):
+    required_roles = {"POST": STEWARD}
+
+    def post(self, request: Request, slug: str, post_id: str) -> Response:
+        post = services.withhold_post(post=selectors.get_post(space=self.space, post_id=post_id), actor=self.member)
+        return Response(s.PostSerializer(post).data)
+
+
+class ReferenceView(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    def get(self, request: Request) -> Response:
+        section = request.query_params.get("section")
+        if section and section not in SECTIONS:
+            raise errors.InvalidRequest(
+                f"Unknown section {section!r}.", fields={"section": [f"One of: {', '.join(sorted(SECTIONS))}."]}
+            )
+        return Response(build_reference(section))

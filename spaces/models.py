@@ -1,0 +1,162 @@
+"""Spaces, their members and keys, join links, the charter catalog and posts."""
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Space(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    # SPEC §6 settings; ranges are check constraints below.
+    task_claim_hours = models.PositiveSmallIntegerField(default=4)
+    confirmations_required = models.PositiveSmallIntegerField(default=1)
+    allocation_window_seconds = models.PositiveIntegerField(default=15)
+    max_claims_per_task = models.PositiveSmallIntegerField(default=3)
+    max_attempts_per_cycle = models.PositiveSmallIntegerField(default=5)
+    # Bumped in the transaction of every catalog change: server processes compare it to
+    # decide whether their in-memory bind index is still current.
+    catalog_version = models.PositiveBigIntegerField(default=0)
+    # Last task number handed out; incremented under the row lock of the creating transaction.
+    task_counter = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(task_claim_hours__gte=1, task_claim_hours__lte=24), name="space_claim_hours_1_24"
+            ),
+            models.CheckConstraint(condition=Q(confirmations_required__gte=0), name="space_confirmations_gte_0"),
+            models.CheckConstraint(
+                condition=Q(allocation_window_seconds__gte=1, allocation_window_seconds__lte=3600),
+                name="space_allocation_window_1_3600",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_claims_per_task__gte=1, max_claims_per_task__lte=3), name="space_max_claims_1_3"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_attempts_per_cycle__gte=1, max_attempts_per_cycle__lte=5),
+                name="space_max_attempts_1_5",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Role(models.TextChoices):
+    READER = "reader"
+    WRITER = "writer"
+    STEWARD = "steward"
+
+
+ROLE_RANK = {Role.READER: 1, Role.WRITER: 2, Role.STEWARD: 3}
+
+
+class Member(models.Model):
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="members")
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "name"], name="member_unique_name_per_space"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="member_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role})"
+
+    def has_role(self, role: str) -> bool:
+        return ROLE_RANK[self.role] >= ROLE_RANK[role]
+
+
+class ApiKey(models.Model):
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="api_keys")
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="api_keys")
+    # The prefix is the public half used to find the row before the space is known, so it
+    # is unique on its own (random, 12 characters); the secret half is stored only hashed.
+    prefix = models.CharField(max_length=16)
+    key_hash = models.CharField(max_length=64)
+    # SPEC §2: increases when the key is rotated or its member's role changes (§7.1 binds
+    # idempotent operations to it).
+    generation = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["prefix"], name="apikey_unique_prefix"),
+            models.UniqueConstraint(fields=["space", "prefix"], name="apikey_unique_prefix_per_space"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.member.name})"
+
+    def is_live(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+class JoinLink(models.Model):
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="join_links")
+    token_hash = models.CharField(max_length=64, db_index=True)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    max_uses = models.PositiveIntegerField(null=True, blank=True)
+    uses = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(Member, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "token_hash"], name="joinlink_unique_token_per_space"),
+            models.CheckConstraint(
+                condition=Q(max_uses__isnull=True) | Q(uses__lte=models.F("max_uses")), name="joinlink_uses_lte_max"
+            ),
+        ]
+
+
+class CharterItem(models.Model):
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="charter_items")
+    work_item_id = models.CharField(max_length=32)
+    # The numeric part of work_item_id, so T2 sorts before T10.
+    position = models.PositiveBigIntegerField()
+    canonical_title = models.CharField(max_length=500)
+    aliases = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["space", "work_item_id"], name="charter_unique_work_item_per_space"),
+        ]
+        indexes = [models.Index(fields=["space", "position"], name="charter_space_position")]
+
+    def __str__(self) -> str:
+        return f"{self.work_item_id} {self.canonical_title}"
+
+
+class Post(models.Model):
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="posts")
+    author = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="posts")
+    title = models.CharField(max_length=500, blank=True)
+    body = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    hidden_at = models.DateTimeField(null=True, blank=True)
+    withheld_at = models.DateTimeField(null=True, blank=True)
+    withheld_by = models.ForeignKey(Member, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["space", "id"], name="post_space_id")]
+
+    def __str__(self) -> str:
+        return f"post {self.pk}: {self.title or self.body[:40]}"
+
+    @property
+    def visible(self) -> bool:
+        return self.hidden_at is None and self.withheld_at is None

@@ -1,0 +1,311 @@
+"""Writes for spaces, members, keys, join links, the catalog and posts.
+
+Every front (API, admin, commands) calls these; none of them writes these models itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import string
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from spaces import errors
+from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_key
+from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
+
+KEY_PREFIX_ALPHABET = string.ascii_lowercase + string.digits
+KEY_PREFIX_LENGTH = 12
+MAX_LIVE_KEYS_PER_MEMBER = 2  # SPEC §2: two live keys while rotating
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # write last_used_at at most once a minute a key
+
+
+# --- Keys ------------------------------------------------------------------------------------
+
+
+def hash_secret(secret: str) -> str:
+    # Keys are 128-bit random secrets, so a fast hash is enough (no password stretching).
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def format_key(prefix: str, secret: str) -> str:
+    return f"sk_{prefix}_{secret}"
+
+
+def split_key(raw: str) -> tuple[str, str] | None:
+    if not raw.startswith("sk_") or len(raw) < 3 + KEY_PREFIX_LENGTH + 2:
+        return None
+    prefix, sep, secret = raw[3:].partition("_")
+    if not sep or len(prefix) != KEY_PREFIX_LENGTH or not secret:
+        return None
+    return prefix, secret
+
+
+def issue_key(*, member: Member, expires_at: datetime | None = None) -> tuple[ApiKey, str]:
+    """Create a live key for ``member``; returns the row and the raw key (shown once).
+
+    A member holds at most two live keys (rotation): issuing a third revokes the oldest.
+    The new key's binding generation is above every earlier key's (SPEC §2).
+    """
+    with transaction.atomic():
+        # Lock the member row so two concurrent issues cannot both see one live key.
+        member = Member.objects.select_for_update().get(pk=member.pk)
+        now = timezone.now()
+        keys = list(member.api_keys.order_by("created_at", "pk"))
+        live = [k for k in keys if k.is_live(now)]
+        generation = max((k.generation for k in keys), default=0) + 1
+        for old in live[: max(0, len(live) - (MAX_LIVE_KEYS_PER_MEMBER - 1))]:
+            ApiKey.objects.filter(pk=old.pk, revoked_at=None).update(revoked_at=now)
+        secret = secrets.token_hex(16)
+        while True:
+            prefix = "".join(secrets.choice(KEY_PREFIX_ALPHABET) for _ in range(KEY_PREFIX_LENGTH))
+            try:
+                with transaction.atomic():
+                    key = ApiKey.objects.create(
+                        space_id=member.space_id,
+                        member=member,
+                        prefix=prefix,
+                        key_hash=hash_secret(secret),
+                        generation=generation,
+                        expires_at=expires_at,
+                    )
+                break
+            except IntegrityError:  # a prefix collision: astronomically rare, try another
+                continue
+    return key, format_key(prefix, secret)
+
+
+def authenticate_key(raw: str) -> ApiKey | None:
+    """The live key ``raw`` names, with its member and space loaded; None if not valid."""
+    parts = split_key(raw.strip())
+    if parts is None:
+        return None
+    prefix, secret = parts
+    key = ApiKey.objects.select_related("member", "space").filter(prefix=prefix).first()
+    if key is None or not hmac.compare_digest(key.key_hash, hash_secret(secret)):
+        return None
+    now = timezone.now()
+    if not key.is_live(now):
+        return None
+    if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
+        # Compare-and-set so concurrent requests write it once; throttled to keep reads cheap.
+        ApiKey.objects.filter(pk=key.pk).filter(
+            Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+        ).update(last_used_at=now)
+    return key
+
+
+def revoke_key(*, key: ApiKey) -> ApiKey:
+    ApiKey.objects.filter(pk=key.pk, revoked_at=None).update(revoked_at=timezone.now())
+    key.refresh_from_db()
+    return key
+
+
+# --- Spaces and members ----------------------------------------------------------------------
+
+
+SPACE_SETTINGS = (
+    "name",
+    "task_claim_hours",
+    "confirmations_required",
+    "allocation_window_seconds",
+    "max_claims_per_task",
+    "max_attempts_per_cycle",
+)
+
+
+def create_space(*, slug: str, name: str) -> Space:
+    try:
+        with transaction.atomic():
+            return Space.objects.create(slug=slug, name=name)
+    except IntegrityError:
+        raise errors.SpaceExists(f"A space with slug {slug!r} already exists.", slug=slug) from None
+
+
+def update_space(*, space: Space, **changes: object) -> Space:
+    unknown = set(changes) - set(SPACE_SETTINGS)
+    if unknown:
+        raise errors.InvalidRequest("Unknown settings.", fields={k: ["Not a space setting."] for k in unknown})
+    if not changes:
+        return space
+    try:
+        with transaction.atomic():
+            Space.objects.filter(pk=space.pk).update(**changes)
+    except IntegrityError:
+        # The check constraints are the authority; the serializer's ranges only word the message.
+        raise errors.InvalidRequest("A setting is out of range.", fields={k: ["Out of range."] for k in changes}) from None
+    space.refresh_from_db()
+    return space
+
+
+def generated_member_name(space: Space, role: str) -> str:
+    return f"{role}-{secrets.token_hex(3)}"
+
+
+def add_member(*, space: Space, role: str, name: str | None = None) -> Member:
+    if role not in Role.values:
+        raise errors.RoleInvalid(f"Role {role!r} is not one of {', '.join(Role.values)}.")
+    for _ in range(5):
+        try:
+            with transaction.atomic():
+                return Member.objects.create(space=space, role=role, name=name or generated_member_name(space, role))
+        except IntegrityError:
+            if name:
+                raise errors.InvalidRequest(
+                    f"A member named {name!r} already exists in this space.", fields={"name": ["Already taken."]}
+                ) from None
+    raise RuntimeError("could not generate a unique member name")
+
+
+def change_role(*, member: Member, role: str) -> Member:
+    """Change ``member``'s role; every key of theirs moves to a new binding generation (SPEC §2)."""
+    if role not in Role.values:
+        raise errors.RoleInvalid(f"Role {role!r} is not one of {', '.join(Role.values)}.")
+    with transaction.atomic():
+        # Lock every steward of the space in pk order so two demotions cannot leave none.
+        stewards = list(
+            Member.objects.select_for_update().filter(space_id=member.space_id, role=Role.STEWARD).order_by("pk")
+        )
+        member = Member.objects.select_for_update().get(pk=member.pk)
+        if member.role == role:
+            return member
+        if member.role == Role.STEWARD and len(stewards) <= 1:
+            raise errors.LastSteward()
+        member.role = role
+        member.save(update_fields=["role"])
+        ApiKey.objects.filter(member=member).update(generation=F("generation") + 1)
+    return member
+
+
+# --- Join links ------------------------------------------------------------------------------
+
+
+def create_join_link(
+    *, space: Space, role: str, actor: Member | None, expires_at: datetime | None = None, max_uses: int | None = None
+) -> tuple[JoinLink, str]:
+    if role not in Role.values:
+        raise errors.RoleInvalid(f"Role {role!r} is not one of {', '.join(Role.values)}.")
+    token = secrets.token_urlsafe(24)
+    link = JoinLink.objects.create(
+        space=space, token_hash=hash_secret(token), role=role, expires_at=expires_at, max_uses=max_uses, created_by=actor
+    )
+    return link, token
+
+
+def token_from_link(link_or_token: str) -> str:
+    """Accept a bare token or any URL that ends in it (``…/join/<token>`` or ``?token=<token>``)."""
+    text = link_or_token.strip()
+    if "token=" in text:
+        text = text.split("token=", 1)[1].split("&", 1)[0]
+    return text.rstrip("/").rsplit("/", 1)[-1]
+
+
+def join(*, link: str, name: str | None = None) -> tuple[Member, ApiKey, str]:
+    token = token_from_link(link)
+    now = timezone.now()
+    with transaction.atomic():
+        join_link = JoinLink.objects.select_for_update().filter(token_hash=hash_secret(token)).first()
+        if join_link is None or (join_link.expires_at is not None and join_link.expires_at <= now):
+            raise errors.JoinLinkInvalid()
+        # Compare-and-set on uses: the row lock above plus this predicate hold max_uses.
+        used = JoinLink.objects.filter(pk=join_link.pk).filter(
+            Q(max_uses=None) | Q(uses__lt=F("max_uses"))
+        ).update(uses=F("uses") + 1)
+        if used != 1:
+            raise errors.JoinLinkInvalid("This join link has no uses left.")
+        member = add_member(space=join_link.space, role=join_link.role, name=name)
+        key, raw = issue_key(member=member)
+    return member, key, raw
+
+
+def delete_join_link(*, link: JoinLink) -> None:
+    link.delete()
+
+
+# --- Catalog ---------------------------------------------------------------------------------
+
+
+def bump_catalog_version(space: Space) -> None:
+    Space.objects.filter(pk=space.pk).update(catalog_version=F("catalog_version") + 1)
+
+
+def upsert_charter_item(*, space: Space, work_item_id: str, canonical_title: str, aliases: list[str]) -> tuple[CharterItem, bool]:
+    try:
+        canonical_title, aliases = parse_title_and_aliases(canonical_title, aliases)
+    except ValueError as exc:
+        raise errors.CatalogInvalid(str(exc)) from None
+    with transaction.atomic():
+        item, created = CharterItem.objects.update_or_create(
+            space=space,
+            work_item_id=work_item_id,
+            defaults={
+                "canonical_title": canonical_title,
+                "aliases": aliases,
+                "position": work_item_sort_key(work_item_id),
+                "updated_at": timezone.now(),
+            },
+        )
+        bump_catalog_version(space)
+    return item, created
+
+
+def delete_charter_item(*, item: CharterItem) -> None:
+    with transaction.atomic():
+        space = item.space
+        item.delete()
+        bump_catalog_version(space)
+
+
+def import_catalog(*, space: Space, rows: list[CatalogRow], batch_size: int = 5000, progress=None) -> int:
+    """Upsert ``rows`` by work_item_id in batches (one INSERT … ON CONFLICT a batch)."""
+    now = timezone.now()
+    done = 0
+    with transaction.atomic():
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start : start + batch_size]
+            CharterItem.objects.bulk_create(
+                [
+                    CharterItem(
+                        space=space,
+                        work_item_id=row.work_item_id,
+                        position=work_item_sort_key(row.work_item_id),
+                        canonical_title=row.canonical_title,
+                        aliases=row.aliases,
+                        updated_at=now,
+                    )
+                    for row in batch
+                ],
+                update_conflicts=True,
+                unique_fields=["space", "work_item_id"],
+                update_fields=["canonical_title", "aliases", "position", "updated_at"],
+            )
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(rows))
+        bump_catalog_version(space)
+    return done
+
+
+# --- Posts -----------------------------------------------------------------------------------
+
+
+def create_post(*, space: Space, author: Member, body: str, title: str = "") -> Post:
+    return Post.objects.create(space=space, author=author, body=body, title=title or "")
+
+
+def hide_post(*, post: Post, actor: Member) -> Post:
+    if post.author_id != actor.pk:
+        raise errors.NotPostAuthor()
+    Post.objects.filter(pk=post.pk, hidden_at=None).update(hidden_at=timezone.now())
+    post.refresh_from_db()
+    return post
+
+
+def withhold_post(*, post: Post, actor: Member) -> Post:
+    Post.objects.filter(pk=post.pk, withheld_at=None).update(withheld_at=timezone.now(), withheld_by=actor)
+    post.refresh_from_db()
+    return post

@@ -1,0 +1,121 @@
+"""Tasks, their history and review notes (SPEC §4, §5, §8)."""
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from allocation.models import TASK_DELIVERY_MODES, DeliveryMode
+
+
+class TaskStatus(models.TextChoices):
+    OPEN = "open"
+    CLAIMED = "claimed"
+    ASSIGNED = "assigned"
+    IN_REVIEW = "in_review"
+    DONE = "done"
+    REJECTED = "rejected"
+    WITHDRAWN = "withdrawn"
+    SUPERSEDED = "superseded"
+
+
+# SPEC §4.4: these statuses occupy the task's conflict key; the others free it.
+LIVE_STATUSES = (TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.IN_REVIEW)
+TERMINAL_STATUSES = (TaskStatus.DONE, TaskStatus.REJECTED, TaskStatus.WITHDRAWN, TaskStatus.SUPERSEDED)
+
+
+class Task(models.Model):
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="tasks")
+    number = models.PositiveBigIntegerField()
+    title = models.CharField(max_length=500)
+    body = models.TextField(blank=True)
+    delivery_mode = models.CharField(max_length=32, choices=[(m.value, m.label) for m in TASK_DELIVERY_MODES],
+                                     default=DeliveryMode.RESULT)
+    work_item_id = models.CharField(max_length=32, null=True, blank=True)
+    conflict_kind = models.CharField(max_length=32, default="create_task")
+    conflict_target = models.TextField()
+    status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.OPEN)
+    cycle = models.PositiveIntegerField(default=1)
+    creator = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    received_seq = models.BigIntegerField()
+    payload_sha256 = models.CharField(max_length=64)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "number"], name="task_unique_number_per_space"),
+            models.CheckConstraint(condition=Q(status__in=TaskStatus.values), name="task_status_valid"),
+            models.CheckConstraint(
+                condition=Q(delivery_mode__in=[m.value for m in TASK_DELIVERY_MODES]), name="task_delivery_mode_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="superseded") | Q(superseded_by__isnull=False), name="task_superseded_names_survivor"
+            ),
+        ]
+        indexes = [
+            # `next` reads the lowest open task of a space: keep that index small however many
+            # tasks have finished (a partial index on open tasks only).
+            models.Index(fields=["space", "number"], name="task_open_by_number", condition=Q(status="open")),
+            models.Index(fields=["space", "conflict_kind", "conflict_target", "delivery_mode"], name="task_conflict_key"),
+            models.Index(fields=["space", "status", "number"], name="task_space_status_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.number} {self.title}"
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+    def conflict_key_dict(self) -> dict[str, str]:
+        return {"kind": self.conflict_kind, "target": self.conflict_target, "delivery_mode": self.delivery_mode}
+
+
+class EventKind(models.TextChoices):
+    CREATED = "created"
+    CLAIMED = "claimed"
+    JOINED = "joined"
+    GIVEN_BACK = "given_back"
+    LAPSED = "lapsed"
+    ASSIGNED = "assigned"
+    ATTEMPT = "attempt"
+    CHECK = "check"
+    ACCEPTED = "accepted"
+    REOPENED = "reopened"
+    SUPERSEDED = "superseded"
+    WITHDRAWN = "withdrawn"
+    REJECTED = "rejected"
+    HELD = "held"
+    NOTE = "note"
+
+
+class TaskEvent(models.Model):
+    """One state change of a task, attributed (SPEC §8)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=16, choices=EventKind.choices)
+    actor = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["task", "id"], name="taskevent_task_id")]
+
+
+class Note(models.Model):
+    """A review note on a task; its conflict key makes a repeat a 409 (SPEC §4.8)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="notes")
+    author = models.ForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="+")
+    criterion = models.IntegerField(null=True, blank=True)
+    body = models.TextField()
+    target = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["space", "target"], name="note_unique_target_per_space")]

@@ -1,0 +1,74 @@
+"""Task shapes for the API (SPEC §3.1, §4.6)."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from allocation.models import TASK_DELIVERY_MODES
+from spaces.api.serializers import MAX_BODY, AuthorSerializer
+from spaces.catalog import MAX_TITLE
+from tasks.models import Note, Task, TaskEvent
+
+MAX_WINDOW = 500
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    id = serializers.IntegerField(source="number")
+    conflict_key = serializers.SerializerMethodField()
+    creator = AuthorSerializer(read_only=True)
+    superseded_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Task
+        fields = [
+            "id",
+            "number",
+            "title",
+            "body",
+            "status",
+            "delivery_mode",
+            "work_item_id",
+            "conflict_key",
+            "cycle",
+            "creator",
+            "superseded_by",
+            "created_at",
+            "updated_at",
+        ]
+
+    def get_conflict_key(self, task: Task) -> dict:
+        return task.conflict_key_dict()
+
+    def get_superseded_by(self, task: Task) -> int | None:
+        return task.superseded_by.number if task.superseded_by_id else None
+
+
+class TaskCreateSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=MAX_TITLE, trim_whitespace=False)
+    body = serializers.CharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
+    delivery_mode = serializers.ChoiceField(choices=[m.value for m in TASK_DELIVERY_MODES], default="result")
+    work_item_id = serializers.CharField(max_length=32, required=False, allow_null=True, default=None)
+
+
+class WindowSerializer(serializers.Serializer):
+    proposals = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=MAX_WINDOW)
+
+
+class TaskEventSerializer(serializers.ModelSerializer):
+    actor = AuthorSerializer(read_only=True)
+
+    class Meta:
+        model = TaskEvent
+        fields = ["id", "kind", "actor", "details", "created_at"]
+
+
+class NoteCreateSerializer(serializers.Serializer):
+    criterion = serializers.IntegerField(allow_null=True, required=False, default=None, min_value=0, max_value=10**6)
+    body = serializers.CharField(max_length=MAX_BODY)
+
+
+class NoteSerializer(serializers.ModelSerializer):
+    author = AuthorSerializer(read_only=True)
+
+    class Meta:
+        model = Note
+        fields = ["id", "criterion", "body", "author", "created_at"]
