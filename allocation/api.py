@@ -7,14 +7,15 @@ from rest_framework.response import Response
 
 from allocation import services
 from allocation.models import TASK_DELIVERY_MODES
+from spaces.api.serializers import StrictCharField
 from spaces.api.views import SpaceView
 from spaces.catalog import MAX_TITLE
 from spaces.models import Role
 
 
 class BindSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=MAX_TITLE, allow_blank=True, trim_whitespace=False)
-    work_item_id = serializers.CharField(max_length=32, required=False, allow_null=True)
+    title = StrictCharField(max_length=MAX_TITLE, allow_blank=True, trim_whitespace=False)
+    work_item_id = StrictCharField(max_length=32, required=False, allow_null=True)
     delivery_mode = serializers.ChoiceField(choices=list(TASK_DELIVERY_MODES), default="result")
 
 
@@ -26,8 +27,8 @@ class BindView(SpaceView):
 
 
 class HoldSerializer(serializers.Serializer):
-    work_item_id = serializers.CharField(max_length=32)
-    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    work_item_id = StrictCharField(max_length=32)
+    reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
 
 
 def hold_body(hold) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODES
-from spaces.api.serializers import MAX_BODY, AuthorSerializer
+from spaces.api.serializers import MAX_BODY, AuthorSerializer, StrictCharField
 from spaces.catalog import MAX_TITLE
 from tasks.models import Note, Task, TaskEvent
 
@@ -43,10 +43,10 @@ class TaskSerializer(serializers.ModelSerializer):
 
 
 class TaskCreateSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=MAX_TITLE, trim_whitespace=False)
-    body = serializers.CharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
+    title = StrictCharField(max_length=MAX_TITLE, trim_whitespace=False)
+    body = StrictCharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
     delivery_mode = serializers.ChoiceField(choices=[m.value for m in TASK_DELIVERY_MODES], default="result")
-    work_item_id = serializers.CharField(max_length=32, required=False, allow_null=True, default=None)
+    work_item_id = StrictCharField(max_length=32, required=False, allow_null=True, default=None)
 
 
 class WindowSerializer(serializers.Serializer):
@@ -63,7 +63,7 @@ class TaskEventSerializer(serializers.ModelSerializer):
 
 class NoteCreateSerializer(serializers.Serializer):
     criterion = serializers.IntegerField(allow_null=True, required=False, default=None, min_value=0, max_value=10**6)
-    body = serializers.CharField(max_length=MAX_BODY)
+    body = StrictCharField(max_length=MAX_BODY)
 
 
 class NoteSerializer(serializers.ModelSerializer):

@@ -9,6 +9,17 @@ from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Role, Spa
 MAX_BODY = 64 * 1024  # SPEC §3: a task, post or note body is at most 64 KiB
 
 
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans instead of quietly converting them."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class SpaceSerializer(serializers.ModelSerializer):
     class Meta:
         model = Space
@@ -26,7 +37,7 @@ class SpaceSerializer(serializers.ModelSerializer):
 
 
 class SpaceUpdateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False)
+    name = StrictCharField(max_length=200, required=False)
     task_claim_hours = serializers.IntegerField(min_value=1, max_value=24, required=False)
     confirmations_required = serializers.IntegerField(min_value=0, max_value=100, required=False)
     allocation_window_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
@@ -69,8 +80,8 @@ class JoinLinkSerializer(serializers.ModelSerializer):
 
 
 class JoinSerializer(serializers.Serializer):
-    link = serializers.CharField(max_length=2000)
-    name = serializers.CharField(max_length=100, required=False)
+    link = StrictCharField(max_length=2000)
+    name = StrictCharField(max_length=100, required=False)
 
 
 class CharterItemSerializer(serializers.ModelSerializer):
@@ -80,9 +91,9 @@ class CharterItemSerializer(serializers.ModelSerializer):
 
 
 class CharterUpsertSerializer(serializers.Serializer):
-    canonical_title = serializers.CharField(max_length=MAX_TITLE)
+    canonical_title = StrictCharField(max_length=MAX_TITLE)
     aliases = serializers.ListField(
-        child=serializers.CharField(max_length=MAX_TITLE), max_length=MAX_ALIASES, required=False, default=list
+        child=StrictCharField(max_length=MAX_TITLE), max_length=MAX_ALIASES, required=False, default=list
     )
 
 
@@ -109,5 +120,5 @@ class PostSerializer(serializers.ModelSerializer):
 
 
 class PostCreateSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=MAX_TITLE, required=False, allow_blank=True, default="")
-    body = serializers.CharField(max_length=MAX_BODY)
+    title = StrictCharField(max_length=MAX_TITLE, required=False, allow_blank=True, default="")
+    body = StrictCharField(max_length=MAX_BODY)

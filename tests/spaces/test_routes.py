@@ -1,0 +1,177 @@
+"""SPEC §2, §3.1: join links, members, keys, the space, the catalog and posts."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from allocation.catalog_index import catalog_index
+from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Space
+from tests.conftest import ApiClient
+
+S = "/v1/spaces/agent-lab"
+
+
+def test_it_creates_a_join_link_and_joins_with_it(steward, anonymous):
+    created = steward.api.post(f"{S}/join-links", {"role": "writer", "max_uses": 1})
+    assert created.status_code == 201
+    link = created.json()
+    assert {"id", "link", "token"} <= link.keys()
+    joined = anonymous.post("/v1/join", {"link": link["link"], "name": "newbie"})
+    assert joined.status_code == 201
+    body = joined.json()
+    assert body["space"] == "agent-lab" and body["role"] == "writer" and body["member"]["name"] == "newbie"
+    assert ApiClient(body["key"]).get(S).status_code == 200
+    assert JoinLink.objects.get(pk=link["id"]).uses == 1
+
+
+def test_a_bare_token_also_joins(steward, anonymous):
+    token = steward.api.post(f"{S}/join-links", {"role": "reader"}).json()["token"]
+    assert anonymous.post("/v1/join", {"link": token}).status_code == 201
+
+
+def test_a_used_up_link_is_refused(steward, anonymous):
+    token = steward.api.post(f"{S}/join-links", {"role": "reader", "max_uses": 1}).json()["token"]
+    assert anonymous.post("/v1/join", {"link": token}).status_code == 201
+    refused = anonymous.post("/v1/join", {"link": token})
+    assert refused.status_code == 404 and refused.json()["error"] == "join_link_invalid"
+    assert Member.objects.filter(role="reader").count() == 1  # only the first join made a member
+
+
+def test_an_expired_or_deleted_link_is_refused(steward, anonymous):
+    past = (timezone.now() - timedelta(minutes=1)).isoformat()
+    token = steward.api.post(f"{S}/join-links", {"role": "reader", "expires_at": past}).json()["token"]
+    assert anonymous.post("/v1/join", {"link": token}).json()["error"] == "join_link_invalid"
+    created = steward.api.post(f"{S}/join-links", {"role": "reader"}).json()
+    assert steward.api.delete(f"{S}/join-links/{created['id']}").status_code == 204
+    assert anonymous.post("/v1/join", {"link": created["token"]}).status_code == 404
+
+
+def test_join_links_reject_unknown_roles(steward):
+    response = steward.api.post(f"{S}/join-links", {"role": "admin"})
+    assert response.status_code == 422 and "role" in response.json()["fields"]
+
+
+def test_stewards_list_join_links(steward):
+    steward.api.post(f"{S}/join-links", {"role": "writer"})
+    assert len(steward.api.get(f"{S}/join-links").json()["results"]) == 1
+
+
+def test_it_lists_members_with_their_keys(steward, writer):
+    members = steward.api.get(f"{S}/members").json()["results"]
+    assert {m["name"] for m in members} == {"steward", "writer"}
+    assert all(len(m["keys"]) == 1 for m in members)
+
+
+def test_a_role_change_bumps_the_key_generation(steward, writer):
+    before = writer.member.api_keys.get().generation
+    response = steward.api.patch(f"{S}/members/{writer.member.pk}", {"role": "reader"})
+    assert response.status_code == 200 and response.json()["role"] == "reader"
+    assert writer.member.api_keys.get().generation == before + 1
+    assert writer.api.post(f"{S}/posts", {"body": "x"}).status_code == 403
+
+
+def test_the_last_steward_cannot_be_demoted(steward):
+    response = steward.api.patch(f"{S}/members/{steward.member.pk}", {"role": "writer"})
+    assert response.status_code == 409 and response.json()["error"] == "last_steward"
+
+
+def test_rotation_keeps_two_live_keys_and_raises_the_generation(steward, writer):
+    first = writer.member.api_keys.get()
+    second = writer.api.post(f"{S}/members/{writer.member.pk}/keys", {})
+    assert second.status_code == 201
+    assert second.json()["generation"] == first.generation + 1
+    assert writer.api.get(S).status_code == 200  # the old key still works while rotating
+    assert ApiClient(second.json()["key"]).get(S).status_code == 200
+    third = steward.api.post(f"{S}/members/{writer.member.pk}/keys", {}).json()
+    assert writer.api.get(S).status_code == 401  # the oldest went when a third was issued
+    live = [k for k in ApiKey.objects.filter(member=writer.member) if k.is_live()]
+    assert len(live) == 2 and third["prefix"] in {k.prefix for k in live}
+
+
+def test_writers_cannot_issue_keys_for_others(writer, writer2):
+    response = writer.api.post(f"{S}/members/{writer2.member.pk}/keys", {})
+    assert response.status_code == 403
+
+
+def test_members_revoke_only_their_own_keys(writer, writer2):
+    prefix = writer2.member.api_keys.get().prefix
+    assert writer.api.delete(f"/v1/keys/{prefix}").status_code == 404
+    assert writer2.api.get(S).status_code == 200
+
+
+def test_stewards_revoke_any_key_of_their_space(steward, writer, outsider):
+    prefix = writer.member.api_keys.get().prefix
+    assert outsider.api.delete(f"/v1/keys/{prefix}").status_code == 404
+    assert steward.api.delete(f"/v1/keys/{prefix}").status_code == 204
+    assert writer.api.get(S).status_code == 401
+
+
+def test_it_reads_and_patches_the_space(steward, reader):
+    assert reader.api.get(S).json()["task_claim_hours"] == 4
+    response = steward.api.patch(S, {"task_claim_hours": 8, "confirmations_required": 0})
+    assert response.status_code == 200
+    space = Space.objects.get(slug="agent-lab")
+    assert (space.task_claim_hours, space.confirmations_required) == (8, 0)
+
+
+def test_space_settings_are_range_checked(steward):
+    for body in [{"task_claim_hours": 0}, {"task_claim_hours": 25}, {"confirmations_required": -1},
+                 {"max_claims_per_task": 4}]:
+        response = steward.api.patch(S, body)
+        assert response.status_code == 422, body
+
+
+def test_the_catalog_is_listed_in_id_order(reader):
+    rows = reader.api.get(f"{S}/charter").json()["results"]
+    assert [r["work_item_id"] for r in rows] == ["T1", "T2", "T3"]
+
+
+def test_charter_upsert_normalizes_the_id_and_refreshes_the_index(steward, space):
+    before = catalog_index(space)
+    created = steward.api.put(f"{S}/charter/t04", {"canonical_title": "Onboarding guide", "aliases": ["docs"]})
+    assert created.status_code == 201 and created.json()["work_item_id"] == "T4"
+    assert catalog_index(space) is not before and len(catalog_index(space)) == 4
+    updated = steward.api.put(f"{S}/charter/T4", {"canonical_title": "Onboarding guide v2"})
+    assert updated.status_code == 200
+    assert CharterItem.objects.get(space=space, work_item_id="T4").canonical_title == "Onboarding guide v2"
+    bind = steward.api.post(f"{S}/bind", {"title": "Onboarding guide v2"}).json()
+    assert bind["work_item_id"] == "T4"
+
+
+def test_charter_rows_are_validated(steward):
+    assert steward.api.put(f"{S}/charter/X1", {"canonical_title": "x"}).json()["error"] == "catalog_invalid"
+    assert steward.api.put(f"{S}/charter/T5", {"canonical_title": ""}).status_code == 422
+    assert steward.api.put(f"{S}/charter/T5", {"canonical_title": "x", "aliases": ["a"] * 51}).status_code == 422
+
+
+def test_charter_delete(steward, space):
+    assert steward.api.delete(f"{S}/charter/T3").status_code == 204
+    assert not CharterItem.objects.filter(space=space, work_item_id="T3").exists()
+    assert steward.api.delete(f"{S}/charter/T3").status_code == 404
+
+
+def test_posts_create_list_hide_withhold(writer, writer2, steward):
+    post = writer.api.post(f"{S}/posts", {"title": "Result", "body": "It works"}).json()
+    other = writer2.api.post(f"{S}/posts", {"body": "Mine"}).json()
+    assert writer2.api.post(f"{S}/posts/{post['id']}/hide").status_code == 403
+    assert writer.api.post(f"{S}/posts/{post['id']}/hide").json()["hidden"] is True
+    assert [p["id"] for p in writer2.api.get(f"{S}/posts").json()["results"]] == [other["id"]]
+    assert {p["id"] for p in writer.api.get(f"{S}/posts").json()["results"]} == {post["id"], other["id"]}
+    assert steward.api.post(f"{S}/posts/{other['id']}/withhold").json()["withheld"] is True
+    assert Post.objects.get(pk=other["id"]).withheld_by_id == steward.member.pk
+    assert writer2.api.get(f"{S}/posts").json()["results"] == []
+
+
+def test_reference_sections(anonymous):
+    everything = anonymous.get("/v1/reference").json()
+    assert {"refusals", "allocation", "tasks"} <= everything.keys()
+    allocation = anonymous.get("/v1/reference?section=allocation").json()["allocation"]
+    assert allocation["binding"]["threshold"] == "7/20" and allocation["binding"]["margin"] == "2/25"
+    assert anonymous.get("/v1/reference?section=nope").status_code == 422
+
+
+def test_schema_and_docs_are_served(anonymous):
+    schema = anonymous.get("/v1/schema")
+    assert schema.status_code == 200 and b"/v1/spaces/{slug}/tasks" in schema.content
+    assert anonymous.get("/v1/docs").status_code == 200
