@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocation import services
-from allocation.models import TASK_DELIVERY_MODES
+from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from spaces.api.serializers import StrictCharField
 from spaces.api.views import SpaceView
 from spaces.catalog import MAX_TITLE
@@ -16,10 +16,12 @@ from spaces.models import Role
 class BindSerializer(serializers.Serializer):
     title = StrictCharField(max_length=MAX_TITLE, allow_blank=True, trim_whitespace=False)
     work_item_id = StrictCharField(max_length=32, required=False, allow_null=True)
-    delivery_mode = serializers.ChoiceField(choices=list(TASK_DELIVERY_MODES), default="result")
+    delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
 
 
 class BindView(SpaceView):
+    serializer_class = BindSerializer
+
     def post(self, request: Request, slug: str) -> Response:
         data = self.validated(BindSerializer)
         result = services.bind_title(space=self.space, **data)
@@ -37,6 +39,7 @@ def hold_body(hold) -> dict:
 
 
 class HoldListView(SpaceView):
+    serializer_class = HoldSerializer
     required_roles = {"POST": Role.STEWARD}
 
     def get(self, request: Request, slug: str) -> Response:
@@ -51,6 +54,7 @@ class HoldListView(SpaceView):
 
 
 class HoldDetailView(SpaceView):
+    serializer_class = HoldSerializer
     required_roles = {"DELETE": Role.STEWARD}
 
     def delete(self, request: Request, slug: str, work_item_id: str) -> Response:

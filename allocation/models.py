@@ -19,6 +19,7 @@ class DeliveryMode(models.TextChoices):
 
 
 TASK_DELIVERY_MODES = (DeliveryMode.RESULT, DeliveryMode.REPOSITORY_CHANGE, DeliveryMode.REVIEW)
+TASK_DELIVERY_MODE_CHOICES = [(m.value, m.label) for m in TASK_DELIVERY_MODES]
 
 
 class Reservation(models.Model):

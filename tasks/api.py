@@ -1,6 +1,7 @@
 """Task routes: list, create, window, one task, history, notes (SPEC §3.1, §4)."""
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,8 +33,10 @@ def operation_of(request: Request):
 
 
 class TaskListView(SpaceView):
+    serializer_class = TaskSerializer
     required_roles = {"POST": Role.WRITER}
 
+    @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
         statuses = request.query_params.getlist("status")
         include = request.query_params.get("include_superseded", "").lower() in ("1", "true", "yes")
@@ -45,6 +48,7 @@ class TaskListView(SpaceView):
             raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
         return self.paginate(filtered.qs, TaskSerializer, NumberCursorPagination)
 
+    @extend_schema(request=TaskCreateSerializer)
     def post(self, request: Request, slug: str) -> Response:
         data = self.validated(TaskCreateSerializer)
         task = services.create_task(space=self.space, actor=self.member, operation=operation_of(request), **data)
@@ -52,6 +56,7 @@ class TaskListView(SpaceView):
 
 
 class TaskWindowView(SpaceView):
+    serializer_class = WindowSerializer
     required_roles = {"POST": Role.WRITER}
 
     def post(self, request: Request, slug: str) -> Response:
@@ -82,23 +87,29 @@ def _validation_error(serializer):
 
 
 class TaskDetailView(SpaceView):
+    serializer_class = TaskSerializer
+
     def get(self, request: Request, slug: str, number: str) -> Response:
         return Response(TaskSerializer(selectors.get_task(space=self.space, number=number)).data)
 
 
 class TaskHistoryView(SpaceView):
+    serializer_class = TaskEventSerializer
+
     def get(self, request: Request, slug: str, number: str) -> Response:
         task = selectors.get_task(space=self.space, number=number)
         return self.paginate(task.events.select_related("actor"), TaskEventSerializer)
 
 
 class TaskNotesView(SpaceView):
+    serializer_class = NoteSerializer
     required_roles = {"POST": Role.WRITER}
 
     def get(self, request: Request, slug: str, number: str) -> Response:
         task = selectors.get_task(space=self.space, number=number)
         return self.paginate(task.notes.select_related("author"), NoteSerializer)
 
+    @extend_schema(request=NoteCreateSerializer)
     def post(self, request: Request, slug: str, number: str) -> Response:
         task = selectors.get_task(space=self.space, number=number)
         data = self.validated(NoteCreateSerializer)

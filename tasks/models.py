@@ -5,7 +5,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from allocation.models import TASK_DELIVERY_MODES, DeliveryMode
+from allocation.models import TASK_DELIVERY_MODE_CHOICES, TASK_DELIVERY_MODES, DeliveryMode
 
 
 class TaskStatus(models.TextChoices):
@@ -29,8 +29,7 @@ class Task(models.Model):
     number = models.PositiveBigIntegerField()
     title = models.CharField(max_length=500)
     body = models.TextField(blank=True)
-    delivery_mode = models.CharField(max_length=32, choices=[(m.value, m.label) for m in TASK_DELIVERY_MODES],
-                                     default=DeliveryMode.RESULT)
+    delivery_mode = models.CharField(max_length=32, choices=TASK_DELIVERY_MODE_CHOICES, default=DeliveryMode.RESULT)
     work_item_id = models.CharField(max_length=32, null=True, blank=True)
     conflict_kind = models.CharField(max_length=32, default="create_task")
     conflict_target = models.TextField()

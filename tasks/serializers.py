@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from allocation.models import TASK_DELIVERY_MODES
+from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from spaces.api.serializers import MAX_BODY, AuthorSerializer, StrictCharField
 from spaces.catalog import MAX_TITLE
 from tasks.models import Note, Task, TaskEvent
@@ -45,7 +45,7 @@ class TaskSerializer(serializers.ModelSerializer):
 class TaskCreateSerializer(serializers.Serializer):
     title = StrictCharField(max_length=MAX_TITLE, trim_whitespace=False)
     body = StrictCharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
-    delivery_mode = serializers.ChoiceField(choices=[m.value for m in TASK_DELIVERY_MODES], default="result")
+    delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
     work_item_id = StrictCharField(max_length=32, required=False, allow_null=True, default=None)
 
 

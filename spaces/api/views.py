@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from django.db.models import Prefetch
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -43,9 +45,11 @@ class SpaceView(APIView):
 
 
 class JoinView(APIView):
+    serializer_class = s.MemberSerializer
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
+    @extend_schema(request=s.JoinSerializer)
     def post(self, request: Request) -> Response:
         serializer = s.JoinSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -57,11 +61,13 @@ class JoinView(APIView):
 
 
 class SpaceDetailView(SpaceView):
+    serializer_class = s.SpaceSerializer
     required_roles = {"PATCH": STEWARD}
 
     def get(self, request: Request, slug: str) -> Response:
         return Response(s.SpaceSerializer(self.space).data)
 
+    @extend_schema(request=s.SpaceUpdateSerializer)
     def patch(self, request: Request, slug: str) -> Response:
         changes = self.validated(s.SpaceUpdateSerializer)
         space = services.update_space(space=self.space, **changes)
@@ -69,11 +75,13 @@ class SpaceDetailView(SpaceView):
 
 
 class JoinLinkListView(SpaceView):
+    serializer_class = s.JoinLinkSerializer
     required_roles = {"GET": STEWARD, "POST": STEWARD}
 
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(self.space.join_links.all(), s.JoinLinkSerializer)
 
+    @extend_schema(request=s.JoinLinkCreateSerializer)
     def post(self, request: Request, slug: str) -> Response:
         data = self.validated(s.JoinLinkCreateSerializer)
         link, token = services.create_join_link(space=self.space, actor=self.member, **data)
@@ -85,6 +93,7 @@ class JoinLinkListView(SpaceView):
 
 
 class JoinLinkDetailView(SpaceView):
+    serializer_class = s.JoinLinkSerializer
     required_roles = {"DELETE": STEWARD}
 
     def delete(self, request: Request, slug: str, link_id: str) -> Response:
@@ -99,6 +108,7 @@ def members_with_keys(space):
 
 
 class MemberListView(SpaceView):
+    serializer_class = s.MemberSerializer
     required_roles = {"GET": STEWARD}
 
     def get(self, request: Request, slug: str) -> Response:
@@ -106,8 +116,10 @@ class MemberListView(SpaceView):
 
 
 class MemberDetailView(SpaceView):
+    serializer_class = s.MemberSerializer
     required_roles = {"PATCH": STEWARD}
 
+    @extend_schema(request=s.MemberRoleSerializer)
     def patch(self, request: Request, slug: str, member_id: str) -> Response:
         member = selectors.get_member(space=self.space, member_id=member_id)
         data = self.validated(s.MemberRoleSerializer)
@@ -117,7 +129,9 @@ class MemberDetailView(SpaceView):
 
 class MemberKeysView(SpaceView):
     """Issue (or rotate to) a new key: stewards for anyone, a member for itself."""
+    serializer_class = s.KeySerializer
 
+    @extend_schema(request=s.IssueKeySerializer)
     def post(self, request: Request, slug: str, member_id: str) -> Response:
         member = selectors.get_member(space=self.space, member_id=member_id)
         if member.pk != self.member.pk and self.member.role != STEWARD:
@@ -129,6 +143,7 @@ class MemberKeysView(SpaceView):
 
 class KeyRevokeView(SpaceView):
     """``DELETE /v1/keys/{prefix}``: a steward for any key of the space, a member for its own."""
+    serializer_class = s.KeySerializer
 
     def delete(self, request: Request, prefix: str) -> Response:
         key = selectors.get_key(space=self.space, prefix=prefix)
@@ -139,11 +154,15 @@ class KeyRevokeView(SpaceView):
 
 
 class CharterListView(SpaceView):
+    serializer_class = s.CharterItemSerializer
+
+    @extend_schema(operation_id="charter_list")
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(CharterItem.objects.filter(space=self.space), s.CharterItemSerializer, PositionCursorPagination)
 
 
 class CharterItemView(SpaceView):
+    serializer_class = s.CharterItemSerializer
     required_roles = {"PUT": STEWARD, "DELETE": STEWARD}
 
     def work_item_id(self, raw: str) -> str:
@@ -156,6 +175,7 @@ class CharterItemView(SpaceView):
         item = selectors.get_charter_item(space=self.space, work_item_id=self.work_item_id(work_item_id))
         return Response(s.CharterItemSerializer(item).data)
 
+    @extend_schema(request=s.CharterUpsertSerializer)
     def put(self, request: Request, slug: str, work_item_id: str) -> Response:
         data = self.validated(s.CharterUpsertSerializer)
         item, created = services.upsert_charter_item(
@@ -170,11 +190,13 @@ class CharterItemView(SpaceView):
 
 
 class PostListView(SpaceView):
+    serializer_class = s.PostSerializer
     required_roles = {"POST": WRITE}
 
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(selectors.visible_posts(space=self.space, viewer=self.member), s.PostSerializer)
 
+    @extend_schema(request=s.PostCreateSerializer)
     def post(self, request: Request, slug: str) -> Response:
         data = self.validated(s.PostCreateSerializer)
         post = services.create_post(space=self.space, author=self.member, **data)
@@ -182,6 +204,7 @@ class PostListView(SpaceView):
 
 
 class PostHideView(SpaceView):
+    serializer_class = s.PostSerializer
     required_roles = {"POST": WRITE}
 
     def post(self, request: Request, slug: str, post_id: str) -> Response:
@@ -190,6 +213,7 @@ class PostHideView(SpaceView):
 
 
 class PostWithholdView(SpaceView):
+    serializer_class = s.PostSerializer
     required_roles = {"POST": STEWARD}
 
     def post(self, request: Request, slug: str, post_id: str) -> Response:
@@ -201,6 +225,8 @@ class ReferenceView(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
+        OpenApiParameter("section", str, enum=["tasks", "allocation", "refusals", "settlement"])])
     def get(self, request: Request) -> Response:
         section = request.query_params.get("section")
         if section and section not in SECTIONS:

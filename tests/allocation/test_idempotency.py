@@ -1,0 +1,136 @@
+"""SPEC §7.1: Idempotency-Key replays, refusals and retryable outcomes."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from allocation.conflict_keys import ConflictKey
+from allocation.idempotency import expire_operations, purge_operations
+from allocation.models import Operation, OperationState, Reservation
+from allocation.services import reserve
+from tasks.models import Task
+
+S = "/v1/spaces/agent-lab"
+TITLE = {"title": "Benchmark harness for code-review agents"}
+
+
+def post(persona, key, body=TITLE, path=f"{S}/tasks"):
+    return persona.api.post(path, body, headers={"Idempotency-Key": key})
+
+
+def test_a_retry_replays_the_first_201_never_409(writer):
+    first = post(writer, "k1")
+    again = post(writer, "k1")
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first
+    assert Task.objects.count() == 1
+    operation = Operation.objects.get()
+    assert operation.state == OperationState.COMPLETED and operation.response_status == 201
+
+
+def test_a_refusal_is_replayed_too(writer, writer2):
+    post(writer, "a")
+    refused = post(writer2, "b")
+    replayed = post(writer2, "b")
+    assert refused.status_code == replayed.status_code == 409
+    assert replayed.json() == refused.json() and replayed["Content-Type"] == "application/problem+json"
+
+
+def test_another_body_with_the_same_key_is_422_and_changes_nothing(writer):
+    post(writer, "k1")
+    response = post(writer, "k1", {"title": "Something else"})
+    assert response.status_code == 422 and response.json()["error"] == "idempotency_key_reused"
+    assert Task.objects.count() == 1
+    assert Operation.objects.get().response_status == 201
+
+
+def test_another_path_with_the_same_key_is_422(writer):
+    post(writer, "k1")
+    assert post(writer, "k1", {"body": "x"}, path=f"{S}/posts").json()["error"] == "idempotency_key_reused"
+
+
+def test_keys_are_scoped_to_the_member(writer, writer2):
+    assert post(writer, "same", {"title": "Retry policy"}).status_code == 201
+    response = post(writer2, "same", {"title": "Retry policy"})
+    assert response.status_code == 409 and "Idempotent-Replayed" not in response  # a new intent, which lost
+
+
+def test_a_rotated_key_is_409_binding_mismatch(writer):
+    post(writer, "k1")
+    rotated = writer.api.post(f"{S}/members/{writer.member.pk}/keys").json()["key"]
+    writer.api.key = rotated
+    response = post(writer, "k1")
+    assert response.status_code == 409 and response.json()["error"] == "idempotency_binding_mismatch"
+    assert Operation.objects.get(key="k1").binding_generation == 1
+
+
+def test_a_running_operation_is_409_in_progress(writer):
+    post(writer, "k1")
+    Operation.objects.update(state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() + timedelta(seconds=20))
+    response = post(writer, "k1")
+    assert response.status_code == 409
+    body = response.json()
+    assert body["error"] == "idempotency_in_progress" and body["retry_after_ms"] > 0
+
+
+def test_an_expired_lease_runs_again_under_a_new_fencing_token(writer):
+    Operation.objects.create(
+        space_id=writer.member.space_id, member=writer.member, key="k1", binding_generation=1, method="POST",
+        path=f"{S}/tasks", state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() - timedelta(seconds=1),
+        fingerprint=__import__("allocation.idempotency", fromlist=["x"]).request_fingerprint("POST", f"{S}/tasks", TITLE),
+    )
+    response = post(writer, "k1")
+    assert response.status_code == 201 and "Idempotent-Replayed" not in response
+    operation = Operation.objects.get()
+    assert operation.state == OperationState.COMPLETED and operation.lease_epoch == 2
+
+
+def test_a_transient_409_reserved_stays_retryable(writer, writer2, space):
+    blocker = reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"),
+                      member=writer2.member, received_seq=1, payload_sha256="x")
+    first = post(writer, "k1")
+    assert first.json()["code"] == "conflict_key_reserved"
+    assert Operation.objects.get().state == OperationState.UNKNOWN
+    Reservation.objects.filter(pk=blocker.pk).delete()
+    retried = post(writer, "k1")
+    assert retried.status_code == 201 and "Idempotent-Replayed" not in retried
+
+
+def test_a_retry_takes_over_its_own_earlier_reservation(writer, space):
+    """A crash between reserve and mutate leaves a reservation: the same operation's retry is not blocked by it."""
+    from allocation.idempotency import begin_operation, request_fingerprint
+
+    api_key = writer.member.api_keys.get()
+    begun = begin_operation(api_key=api_key, idempotency_key="k1", method="POST", path=f"{S}/tasks",
+                            fingerprint=request_fingerprint("POST", f"{S}/tasks", TITLE))
+    reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"), member=writer.member,
+            received_seq=1, payload_sha256="x", operation=begun.operation)
+    Operation.objects.update(state=OperationState.UNKNOWN, lease_expires_at=None)  # the lease ran out
+    response = post(writer, "k1")
+    assert response.status_code == 201
+    assert not Reservation.objects.exists()
+
+
+def test_post_without_a_key_is_not_an_operation(writer):
+    writer.api.post(f"{S}/tasks", TITLE)
+    assert not Operation.objects.exists()
+
+
+def test_an_overlong_key_is_422(writer):
+    assert post(writer, "k" * 256).status_code == 422
+
+
+def test_expire_and_purge_operations(writer):
+    post(writer, "old")
+    post(writer, "running", {"title": "Retry policy"})
+    Operation.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
+    Operation.objects.filter(key="running").update(
+        state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert expire_operations(dry_run=True) == 1
+    assert expire_operations() == 1
+    assert Operation.objects.get(key="running").state == OperationState.UNKNOWN
+    assert purge_operations() == 1
+    assert list(Operation.objects.values_list("key", flat=True)) == ["running"]
