@@ -1,0 +1,178 @@
+"""Racing agents create each piece of work once: real gunicorn workers on PostgreSQL (SPEC §4.5)."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+
+import httpx
+import pytest
+
+from allocation.models import Occupancy, Operation, Reservation
+from spaces.models import Space
+from tasks.models import Task
+from tests.conftest import load_agent_lab
+from tests.factories import member_with_key
+from tests.live_server import ROOT, gunicorn, server_env
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+S = "/v1/spaces/agent-lab"
+PHRASINGS = {
+    "task:agent-lab:slot:T1": [
+        "Benchmark harness for code-review agents",
+        "Build a benchmark for code review agents",
+        "  Evaluation   suite for REVIEW agents ",
+        "review agent benchmark",
+    ],
+    "task:agent-lab:slot:T2": ["Token spend dashboard (per model)", "Cost tracking dashboard for model calls"],
+    "task:agent-lab:slot:T3": ["T2 — Retry & backoff policy for tool calls", "Retry and backoff policy for tool calls"],
+    "task:agent-lab:write the onboarding guide": ["Write the onboarding guide", "  WRITE the\tonboarding guide"],
+    "task:agent-lab:retry policy": ["Retry policy", "retry   POLICY"],
+}
+EXPECTED_KEYS = set(PHRASINGS)
+
+
+def run_clients(count: int, work) -> list:
+    barrier = threading.Barrier(count)
+    results: list = []
+    lock = threading.Lock()
+
+    def client(index: int) -> None:
+        barrier.wait()
+        out = work(index)
+        with lock:
+            results.extend(out)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return results
+
+
+def test_32_clients_on_4_workers_create_each_task_once():
+    load_agent_lab()
+    space = Space.objects.get(slug="agent-lab")
+    keys = [member_with_key(space, "writer", f"agent-{i}")[1] for i in range(32)]
+    titles = [(target, title) for target, phrasings in PHRASINGS.items() for title in phrasings]
+
+    with gunicorn(workers=4) as base:
+
+        def work(index: int) -> list:
+            rng = random.Random(index)
+            mine = titles[:]
+            rng.shuffle(mine)
+            out = []
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[index]}"}, timeout=60) as http:
+                for target, title in mine:
+                    response = http.post(f"{S}/tasks", json={"title": title})
+                    out.append((target, response.status_code, response.json()))
+            return out
+
+        results = run_clients(32, work)
+
+    assert len(results) == 32 * len(titles)
+    statuses = Counter(status for _, status, _ in results)
+    assert set(statuses) <= {201, 409}, statuses  # no 5xx, nothing else
+    tasks = list(Task.objects.all())
+    assert {t.conflict_target for t in tasks} == EXPECTED_KEYS
+    assert len(tasks) == len(EXPECTED_KEYS)  # exactly one task per key
+    assert statuses[201] == len(EXPECTED_KEYS)
+    number_of = {t.conflict_target: t.number for t in tasks}
+    for target, status, body in results:
+        if status == 201:
+            assert body["conflict_key"]["target"] == target
+            continue
+        assert body["error"] == "allocation_conflict" and body["write_occurred"] is False
+        assert body["conflict_key"] == {"kind": "create_task", "target": target, "delivery_mode": "result"}
+        if body["code"] == "conflict_key_occupied":
+            assert body["outcome"] == "redirect"
+            assert body["winner"] == {"type": "task", "id": number_of[target], "status": "open"}
+        else:
+            assert body["code"] == "conflict_key_reserved" and body["outcome"] == "idle"
+            assert body["winner"]["type"] == "reserved_intent" and body["retry_after_ms"] == 200
+    assert Occupancy.objects.count() == len(EXPECTED_KEYS)
+    assert not Reservation.objects.exists()
+
+
+CRASH_AFTER_RESERVE = """
+import os, sys, time
+import django
+django.setup()
+from allocation import services as allocation
+from spaces.models import Member
+from tasks import services
+
+real_reserve = allocation.reserve
+
+def reserve_then_hang(**kwargs):
+    reservation = real_reserve(**kwargs)
+    print("reserved", reservation.pk, flush=True)
+    time.sleep(600)  # killed here, between reserve and mutate
+
+allocation.reserve = reserve_then_hang
+member = Member.objects.get(pk=int(sys.argv[1]))
+services.create_task(space=member.space, actor=member, title="Retry policy")
+"""
+
+
+def test_a_process_killed_between_reserve_and_mutate_leaves_no_phantom():
+    load_agent_lab()
+    space = Space.objects.get(slug="agent-lab")
+    Space.objects.filter(pk=space.pk).update(allocation_window_seconds=2)
+    victim, _ = member_with_key(space, "writer", "victim")
+    _, key = member_with_key(space, "writer", "survivor")
+
+    process = subprocess.Popen([sys.executable, "-c", CRASH_AFTER_RESERVE, str(victim.pk)], cwd=ROOT,
+                               env=server_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("reserved"), line
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert Reservation.objects.count() == 1 and not Task.objects.exists()
+
+    with gunicorn(workers=2) as base, httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as http:
+        blocked = http.post(f"{S}/tasks", json={"title": "retry policy"})
+        assert blocked.status_code == 409 and blocked.json()["code"] == "conflict_key_reserved"
+        time.sleep(2.2)  # the window passes; no operator command runs
+        created = http.post(f"{S}/tasks", json={"title": "retry policy"})
+        assert created.status_code == 201, created.text
+    assert Task.objects.count() == 1 and not Reservation.objects.exists()
+
+
+def test_eight_identical_idempotent_requests_across_processes_have_one_effect():
+    load_agent_lab()
+    space = Space.objects.get(slug="agent-lab")
+    _, key = member_with_key(space, "writer", "retrier")
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": "one-effect"}
+
+    with gunicorn(workers=4) as base:
+
+        def work(index: int) -> list:
+            with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+                response = http.post(f"{S}/tasks", json={"title": "Write the onboarding guide"})
+                return [(response.status_code, response.headers.get("Idempotent-Replayed"), response.json())]
+
+        results = run_clients(8, work)
+
+    assert Task.objects.count() == 1
+    kinds = defaultdict(int)
+    for status, replayed, body in results:
+        assert status < 500
+        if status == 201:
+            kinds["replayed" if replayed == "true" else "original"] += 1
+            assert body["id"] == 1
+        else:
+            assert status == 409 and body["error"] == "idempotency_in_progress", body
+            kinds["in_progress"] += 1
+    assert kinds["original"] == 1
+    assert Operation.objects.get().response_status == 201
