@@ -26,9 +26,14 @@ def load_index(space_id: int) -> CatalogIndex:
     return CatalogIndex(rows.iterator(chunk_size=5000))
 
 
-def catalog_index(space: Space) -> CatalogIndex:
-    # Read the version before the rows: an index is never older than the version it is filed under.
-    version = current_catalog_version(space.pk)
+def catalog_index(space: Space, *, version: int | None = None) -> CatalogIndex:
+    """The bind index for ``space`` at ``version`` (read now when not given).
+
+    The version is read before the rows, so an index is never older than the version it
+    is filed under.
+    """
+    if version is None:
+        version = current_catalog_version(space.pk)
     with _lock:
         cached = _cache.get(space.pk)
         if cached is not None and cached[0] >= version:

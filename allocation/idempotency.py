@@ -15,11 +15,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from allocation import errors
+from allocation.db import insert_unless_conflict
 from allocation.models import Operation, OperationState
 from spaces.models import ApiKey
 
@@ -51,43 +52,45 @@ def retry_after_ms(operation: Operation) -> int:
     return max(100, min(int(remaining * 1000), 5000))
 
 
+def check_tuple(operation: Operation, *, api_key: ApiKey, idempotency_key: str, fingerprint: str) -> None:
+    """The stored tuple is immutable: a touch that does not match it is refused, and changes nothing."""
+    if operation.fingerprint != fingerprint:
+        raise errors.IdempotencyKeyReused(
+            f"Idempotency-Key {idempotency_key!r} was first used for {operation.method} {operation.path} "
+            "with another body; use a new key for a new request."
+        )
+    if operation.binding_generation != api_key.generation:
+        raise errors.IdempotencyBindingMismatch(
+            f"Idempotency-Key {idempotency_key!r} is bound to key generation {operation.binding_generation}, "
+            f"this key is generation {api_key.generation}; use a new Idempotency-Key.",
+            stored_generation=operation.binding_generation,
+            presented_generation=api_key.generation,
+        )
+
+
 def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path: str, fingerprint: str) -> Begun:
     now = timezone.now()
     lease_until = now + timedelta(seconds=lease_seconds())
-    try:
-        with transaction.atomic():
-            operation = Operation.objects.create(
-                space_id=api_key.space_id,
-                member_id=api_key.member_id,
-                key=idempotency_key,
-                fingerprint=fingerprint,
-                binding_generation=api_key.generation,
-                method=method,
-                path=path,
-                state=OperationState.IN_PROGRESS,
-                lease_epoch=1,
-                lease_expires_at=lease_until,
-            )
-        return Begun(operation, replay=False)
-    except IntegrityError:
-        pass  # a touch before ours (possibly still running): read it
+    scope = dict(space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key)
+    operation = Operation.objects.filter(**scope).first()
+    if operation is None:
+        # First touch: one statement stores the tuple under a live lease (the unique
+        # constraint makes concurrent first touches agree on one winner).
+        operation = Operation(
+            **scope, fingerprint=fingerprint, binding_generation=api_key.generation, method=method, path=path,
+            state=OperationState.IN_PROGRESS, lease_epoch=1, lease_expires_at=lease_until, created_at=now,
+            updated_at=now,
+        )
+        if insert_unless_conflict(operation, ["space", "member", "key"]):
+            return Begun(operation, replay=False)
+    else:
+        check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+        if operation.state == OperationState.COMPLETED:
+            return Begun(operation, replay=True)  # completed is final: no lock needed to replay it
 
     with transaction.atomic():
-        operation = Operation.objects.select_for_update().get(
-            space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key
-        )
-        if operation.fingerprint != fingerprint:
-            raise errors.IdempotencyKeyReused(
-                f"Idempotency-Key {idempotency_key!r} was first used for {operation.method} {operation.path} "
-                "with another body; use a new key for a new request."
-            )
-        if operation.binding_generation != api_key.generation:
-            raise errors.IdempotencyBindingMismatch(
-                f"Idempotency-Key {idempotency_key!r} is bound to key generation {operation.binding_generation}, "
-                f"this key is generation {api_key.generation}; use a new Idempotency-Key.",
-                stored_generation=operation.binding_generation,
-                presented_generation=api_key.generation,
-            )
+        operation = Operation.objects.select_for_update().get(**scope)
+        check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
         if operation.state == OperationState.COMPLETED:
             return Begun(operation, replay=True)
         lease_live = operation.lease_expires_at is not None and operation.lease_expires_at > now

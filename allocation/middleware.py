@@ -34,6 +34,7 @@ class IdempotencyMiddleware:
         api_key = authenticate_key(token) if token else None
         if api_key is None:
             return self.get_response(request)
+        request.spaces_api_key = api_key  # DRF's authentication reuses it: one lookup a request
         if not idempotency_key.strip() or len(idempotency_key) > MAX_KEY_LENGTH:
             from spaces.errors import InvalidRequest
 

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from allocation import errors
 from allocation.binding import SlotScore, decide, normalize_title, tokens
-from allocation.catalog_index import catalog_index
+from allocation.catalog_index import catalog_index, current_catalog_version
+from allocation.db import insert_unless_conflict
 from allocation.conflict_keys import ConflictKey, task_target
 from allocation.models import (
     TASK_DELIVERY_MODES,
@@ -70,7 +71,12 @@ def check_work_item_id(*, space: Space, raw: object) -> str:
 
 
 def bind_title(
-    *, space: Space, title: str, work_item_id: object = None, delivery_mode: str = "result"
+    *,
+    space: Space,
+    title: str,
+    work_item_id: object = None,
+    delivery_mode: str = "result",
+    catalog_version: int | None = None,
 ) -> BindResult:
     """The bind decision and conflict key for a create intent; writes nothing."""
     if delivery_mode not in TASK_DELIVERY_MODES:
@@ -79,7 +85,7 @@ def bind_title(
             fields={"delivery_mode": [f"One of: {', '.join(TASK_DELIVERY_MODES)}."]},
         )
     explicit = check_work_item_id(space=space, raw=work_item_id) if work_item_id is not None else None
-    index = catalog_index(space)
+    index = catalog_index(space, version=catalog_version)
     scores = tuple(index.scores(tokens(title)))
     bound = explicit or decide(scores)
     if bound is None and not normalize_title(title):
@@ -94,8 +100,23 @@ def bind_title(
 # --- Arrival order ---------------------------------------------------------------------------
 
 
+def arrive(space: Space) -> tuple[int, int]:
+    """``(received_seq, catalog_version)`` in one round trip, taken when an intent arrives.
+
+    ``received_seq`` comes from a database sequence (SPEC §4.5); the catalog version tells
+    the bind index whether this process's copy is current.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT nextval('allocation_received_seq'), catalog_version FROM spaces_space WHERE id = %s",
+                [space.pk],
+            )
+            return cursor.fetchone()
+    return ReceivedSeqTicket.objects.create().pk, current_catalog_version(space.pk)
+
+
 def next_received_seq() -> int:
-    """A number from a database sequence, taken when an intent arrives (SPEC §4.5)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT nextval('allocation_received_seq')")
@@ -141,6 +162,9 @@ def held_error(work_item_id: str, key: ConflictKey) -> errors.ConflictKeyHeld:
     )
 
 
+RESERVATION_KEY_FIELDS = ["space", "kind", "target", "delivery_mode"]
+
+
 def key_filter(space: Space, key: ConflictKey) -> dict:
     return {"space": space, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode}
 
@@ -159,7 +183,7 @@ def reserve(
     work_item_id: str | None = None,
     operation: Operation | None = None,
 ) -> Reservation:
-    """Steps 2–4 of SPEC §4.5 in one committed transaction; raises the 409 that applies.
+    """Steps 2–4 of SPEC §4.5, committed before returning; raises the 409 that applies.
 
     A stale reservation (past ``expires_at``) is taken over under its row lock, so a
     crashed process never blocks a key longer than the window, with or without the
@@ -176,25 +200,27 @@ def reserve(
         created_at=now,
         expires_at=expires_at,
     )
+    if work_item_id is not None and SlotHold.objects.filter(space=space, work_item_id=work_item_id).exists():
+        raise held_error(work_item_id, key)
+    occupancy = find_occupancy(space, key)
+    if occupancy is not None:
+        raise occupied_error(occupancy, key)
+    # Fast path: the key is free, one statement takes it (and commits: we are in autocommit).
+    reservation = Reservation(**key_filter(space, key), **fields)
+    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS):
+        return reservation
+    # Someone holds a reservation: decide under its row lock whether it is live.
     with transaction.atomic():
-        if work_item_id is not None and SlotHold.objects.filter(space=space, work_item_id=work_item_id).exists():
-            raise held_error(work_item_id, key)
-        occupancy = find_occupancy(space, key)
-        if occupancy is not None:
-            raise occupied_error(occupancy, key)
         for _ in range(3):
-            try:
-                with transaction.atomic():
-                    return Reservation.objects.create(**key_filter(space, key), **fields)
-            except IntegrityError:
-                pass
             existing = Reservation.objects.select_for_update().filter(**key_filter(space, key)).first()
-            if existing is None:
-                continue  # deleted between our insert and our read: try the insert again
-            same_operation = operation is not None and existing.operation_id == operation.pk
-            if existing.expires_at > now and not same_operation:
-                raise reserved_error(existing, key)
-            existing.delete()  # lazily expired (or ours): replace it under the row lock
+            if existing is not None:
+                same_operation = operation is not None and existing.operation_id == operation.pk
+                if existing.expires_at > now and not same_operation:
+                    raise reserved_error(existing, key)
+                existing.delete()  # lazily expired (or our own earlier attempt's): replace it
+            reservation = Reservation(**key_filter(space, key), **fields)
+            if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS):
+                return reservation
         # Three rounds lost to concurrent churn: report the key as busy rather than spin.
         raise reserved_error(Reservation(pk=0), key)
 

@@ -138,6 +138,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
+    # Refusals (4xx) are answers, not incidents: log server errors only.
+    "loggers": {"django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False}},
 }
 
 if not DEBUG:

@@ -20,8 +20,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None
-        token = bearer_token(header)
-        key = authenticate_key(token) if token else None
+        # The idempotency middleware may have authenticated this request already.
+        key = getattr(request._request, "spaces_api_key", None)
+        if key is None:
+            token = bearer_token(header)
+            key = authenticate_key(token) if token else None
         if key is None:
             # Revoked and expired keys land here on their very next request.
             raise exceptions.AuthenticationFailed("This API key is not valid (unknown, revoked or expired).")

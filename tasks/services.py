@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
 
 from allocation import services as allocation
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
@@ -27,10 +26,16 @@ def record_event(*, task: Task, kind: str, actor: Member | None, **details: Any)
 
 
 def allocate_task_number(space: Space) -> int:
-    """The next per-space number. The UPDATE row-locks the space until commit, so numbers
-    are handed out one at a time and a rolled-back creation returns its number."""
-    Space.objects.filter(pk=space.pk).update(task_counter=F("task_counter") + 1)
-    return Space.objects.filter(pk=space.pk).values_list("task_counter", flat=True).get()
+    """The next per-space number, inside the caller's transaction.
+
+    The UPDATE row-locks the space until commit, so numbers are handed out one at a time
+    and a rolled-back creation gives its number back.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE spaces_space SET task_counter = task_counter + 1 WHERE id = %s RETURNING task_counter", [space.pk]
+        )
+        return cursor.fetchone()[0]
 
 
 def create_task(
@@ -44,8 +49,11 @@ def create_task(
     operation: Operation | None = None,
 ) -> Task:
     """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6."""
-    received_seq = allocation.next_received_seq()  # taken at arrival, before binding
-    bound = allocation.bind_title(space=space, title=title, work_item_id=work_item_id, delivery_mode=delivery_mode)
+    received_seq, catalog_version = allocation.arrive(space)  # taken at arrival, before binding
+    bound = allocation.bind_title(
+        space=space, title=title, work_item_id=work_item_id, delivery_mode=delivery_mode,
+        catalog_version=catalog_version,
+    )
     key = bound.conflict_key
     digest = payload_sha256(
         {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id}

@@ -20,6 +20,7 @@ from allocation.binding import (
     tokens,
 )
 from allocation.conflict_keys import task_target
+from benchmarks.catalogs import zipf_catalog
 from tests.conftest import FIXTURE
 
 DATA = json.loads(FIXTURE.read_text())
@@ -109,20 +110,9 @@ def test_scores_list_the_best_ten_ordered_by_score_then_id():
     assert [s.work_item_id for s in scores] == [f"T{i}" for i in range(1, 11)]
 
 
-def zipf_catalog(rng: random.Random, rows: int, vocabulary: int = 2000) -> list[tuple[str, str, list[str]]]:
-    words = [f"w{i}" for i in range(vocabulary)]
-    weights = [1 / (i + 1) for i in range(vocabulary)]
-
-    def phrase(n: int) -> str:
-        return " ".join(rng.choices(words, weights, k=n))
-
-    return [(f"T{i}", phrase(rng.randint(3, 7)), [phrase(rng.randint(2, 4)) for _ in range(rng.randint(0, 3))])
-            for i in range(1, rows + 1)]
-
-
 def test_the_index_agrees_with_a_brute_force_scan_on_a_zipf_catalog():
     rng = random.Random(7)
-    rows = zipf_catalog(rng, 3000)
+    rows = zipf_catalog(rng, 3000, vocabulary=2000)
     index = CatalogIndex(rows)
     for wid, title, aliases in rng.sample(rows, 60) + [("", "w1 w2 w3", []), ("", "w0", []), ("", "w1999 w5", [])]:
         query = title if rng.random() < 0.5 else f"{title} {rng.choice(aliases) if aliases else 'extra'}"

@@ -1,0 +1,174 @@
+"""Allocation benchmark: create-task, its 409 path, idempotent replays and bind, as ratios
+against baselines served by the same gunicorn (2 sync workers) in the same run.
+
+    .venv/bin/python benchmarks/allocation_bench.py [--seconds 3] [--repeats 3]
+
+Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, default
+postgres://postgres@127.0.0.1:5432/spaces_bench), dropped and re-created. Prints every
+figure; asserts nothing (speed is measured, not asserted).
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.catalogs import sample_titles, zipf_catalog  # noqa: E402
+from benchmarks.common import bench_database_url, gunicorn, recreate_database, setup_django  # noqa: E402
+from benchmarks.load import fmt, median_of, run_load  # noqa: E402
+
+CLIENTS = (8, 32)
+
+
+def bind_in_process(report) -> None:
+    from allocation.binding import CatalogIndex, brute_force_scores, decide, tokens
+
+    rng = random.Random(42)
+    for size in (10, 1_000, 100_000):
+        catalog = zipf_catalog(rng, size)
+        started = time.perf_counter()
+        index = CatalogIndex(catalog)
+        build = time.perf_counter() - started
+        titles = sample_titles(rng, catalog, 2000)
+        timings = []
+        for title in titles:
+            t0 = time.perf_counter()
+            index.bind(title)
+            timings.append((time.perf_counter() - t0) * 1000)
+        timings.sort()
+        checked = titles[:200]
+        agree = 0
+        for title in checked:
+            got = index.scores(tokens(title))
+            expected = brute_force_scores(catalog, title)
+            same = [s for s in got if s.jaccard > 0] == [s for s in expected if s.jaccard > 0]
+            agree += same and decide(got) == decide(expected)
+        report(
+            f"bind in process, {size:>7,} rows: p50 {statistics.median(timings):.3f} ms  "
+            f"p99 {timings[int(len(timings) * 0.99)]:.3f} ms  (index built in {build:.2f} s; "
+            f"agrees with brute force on {agree}/{len(checked)} sampled titles)"
+        )
+
+
+def prepare(url: str):
+    from django.db import connection
+
+    from benchmarks.baseline_views import TABLES
+    from spaces import services
+    from spaces.catalog import CatalogRow
+    from tests.factories import member_with_key  # noqa: F401  (factories need Django set up)
+
+    with connection.cursor() as cursor:
+        cursor.execute(TABLES)
+    lab = services.create_space(slug="bench", name="Bench")
+    services.import_catalog(space=lab, rows=[
+        CatalogRow("T1", "Benchmark harness for code-review agents", ["review agent benchmark"]),
+        CatalogRow("T2", "Cost tracking dashboard for model calls", []),
+        CatalogRow("T3", "Retry and backoff policy for tool calls", []),
+    ])
+    rng = random.Random(7)
+    spaces = {"bench": lab}
+    for slug, size in (("bind10", 10), ("bind100k", 100_000)):
+        space = services.create_space(slug=slug, name=slug)
+        rows = [CatalogRow(w, t, a) for w, t, a in zipf_catalog(rng, size)]
+        services.import_catalog(space=space, rows=rows)
+        spaces[slug] = space
+    keys = {}
+    for slug, space in spaces.items():
+        keys[slug] = []
+        for i in range(max(CLIENTS)):
+            member = services.add_member(space=space, role="writer", name=f"agent-{i}")
+            keys[slug].append(services.issue_key(member=member)[1])
+    return keys, zipf_catalog(random.Random(7), 100_000)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats per figure (the median is kept)")
+    args = parser.parse_args()
+    lines: list[str] = []
+
+    def report(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    url = bench_database_url()
+    recreate_database(url)
+    setup_django(url)
+    report("== bind, in process (Zipf-like vocabulary of 20,000 words)")
+    bind_in_process(report)
+    keys, catalog100k = prepare(url)
+    rng = random.Random(1)
+    bind_titles = sample_titles(rng, catalog100k, 5000)
+
+    def auth(slug: str, i: int) -> dict[str, str]:
+        return {"Authorization": f"Bearer {keys[slug][i]}"}
+
+    scenarios = {
+        "baseline: one INSERT": lambda i, n: ("POST", "/bench/insert", {"title": uuid.uuid4().hex}, auth("bench", i)),
+        "baseline: INSERT + idempotency key": lambda i, n: (
+            "POST", "/bench/insert-idempotent", {"title": "x"}, {**auth("bench", i), "Idempotency-Key": uuid.uuid4().hex}),
+        "create-task, new title": lambda i, n: (
+            "POST", "/v1/spaces/bench/tasks", {"title": f"bench task {uuid.uuid4().hex}"}, auth("bench", i)),
+        "create-task, new title + Idempotency-Key": lambda i, n: (
+            "POST", "/v1/spaces/bench/tasks", {"title": f"bench task {uuid.uuid4().hex}"},
+            {**auth("bench", i), "Idempotency-Key": uuid.uuid4().hex}),
+        "create-task, 409 occupied": lambda i, n: (
+            "POST", "/v1/spaces/bench/tasks", {"title": "review agent benchmark"}, auth("bench", i)),
+        "create-task, idempotent replay": lambda i, n: (
+            "POST", "/v1/spaces/bench/tasks", {"title": f"replayed {i}"}, {**auth("bench", i), "Idempotency-Key": f"r{i}"}),
+        "bind over HTTP, 10 rows": lambda i, n: (
+            "POST", "/v1/spaces/bind10/bind", {"title": bind_titles[(i * 7919 + n) % len(bind_titles)]}, auth("bind10", i)),
+        "bind over HTTP, 100,000 rows": lambda i, n: (
+            "POST", "/v1/spaces/bind100k/bind", {"title": bind_titles[(i * 7919 + n) % len(bind_titles)]},
+            auth("bind100k", i)),
+    }
+    results: dict[tuple[str, int], object] = {}
+    with gunicorn(url, workers=2) as base:
+        # Warm up: the occupied task exists, replays are stored, every worker has built its bind indexes.
+        run_load(base, scenarios["create-task, 409 occupied"], clients=1, seconds=0.5)
+        run_load(base, scenarios["create-task, idempotent replay"], clients=max(CLIENTS), seconds=1)
+        run_load(base, scenarios["bind over HTTP, 100,000 rows"], clients=4, seconds=8)
+        run_load(base, scenarios["bind over HTTP, 10 rows"], clients=4, seconds=1)
+        for clients in CLIENTS:
+            report(f"== over HTTP, gunicorn 2 sync workers, {clients} clients, median of {args.repeats} x {args.seconds:g} s")
+            for name, factory in scenarios.items():
+                result = median_of([run_load(base, factory, clients=clients, seconds=args.seconds)
+                                    for _ in range(args.repeats)])
+                results[(name, clients)] = result
+                report(f"  {name:<42} {fmt(result)}")
+    with gunicorn(url, workers=2, conn_max_age=0) as base:
+        for clients in CLIENTS:
+            result = median_of([run_load(base, scenarios["create-task, new title"], clients=clients,
+                                         seconds=args.seconds) for _ in range(args.repeats)])
+            results[("create-task, CONN_MAX_AGE=0", clients)] = result
+            report(f"  create-task, new title, CONN_MAX_AGE=0, {clients} clients {fmt(result)}")
+
+    report("== ratios (goal in brackets)")
+    for clients in CLIENTS:
+        r = {name: results[(name, c)] for (name, c) in results if c == clients}
+        insert = r["baseline: one INSERT"]
+        create = r["create-task, new title"]
+        report(f"  c={clients}: create / one-INSERT                 {create.rps / insert.rps:5.2f}x  [>= 0.5]")
+        report(f"  c={clients}: create p99 / one-INSERT p99         {create.p99_ms / insert.p99_ms:5.2f}x  [<= 2]")
+        report(f"  c={clients}: create+key / one-INSERT             "
+               f"{r['create-task, new title + Idempotency-Key'].rps / insert.rps:5.2f}x  [>= 0.4]")
+        report(f"  c={clients}: 409 path / successful create        "
+               f"{r['create-task, 409 occupied'].rps / create.rps:5.2f}x  [>= 1.0]")
+        report(f"  c={clients}: replay / one-INSERT                 "
+               f"{r['create-task, idempotent replay'].rps / insert.rps:5.2f}x  [>= 1.0]")
+        report(f"  c={clients}: bind 100,000 rows / bind 10 rows    "
+               f"{r['bind over HTTP, 10 rows'].rps / r['bind over HTTP, 100,000 rows'].rps:5.2f}x slower  [<= 3]")
+        report(f"  c={clients}: create persistent / CONN_MAX_AGE=0  "
+               f"{create.rps / r['create-task, CONN_MAX_AGE=0'].rps:5.2f}x  [>= 4]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Set-up shared by the benchmarks: a fresh PostgreSQL database and gunicorn servers."""
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/spaces_bench"
+
+
+def bench_database_url() -> str:
+    return os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+
+
+def recreate_database(url: str) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = urlunsplit(parts._replace(path="/postgres", scheme="postgresql"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def setup_django(url: str, conn_max_age: int = 600) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "settings.base"
+    os.environ["DJANGO_CONN_MAX_AGE"] = str(conn_max_age)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600) -> Iterator[str]:
+    import http.client
+
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=url,
+        DJANGO_SETTINGS_MODULE="settings.benchmark",
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        DJANGO_SECURE_SSL_REDIRECT="0",
+        DJANGO_CONN_MAX_AGE=str(conn_max_age),
+        PYTHONPATH=str(ROOT),
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "settings.wsgi:application", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(workers), "--worker-class", "sync", "--log-level", "warning", "--backlog", "2048"],
+        cwd=ROOT, env=env,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/v1/reference?section=tasks")
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("gunicorn did not start")
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
