@@ -155,9 +155,21 @@ class CatalogIndex:
         return BindDecision(work_item_id=decide(scores), scores=tuple(scores))
 
 
+def bag_rows(rows: Iterable[tuple[str, str, Sequence[str]]]) -> list[tuple[int, str, frozenset[str]]]:
+    return [(int(w[1:]), w, bag_of(t, a)) for w, t, a in rows]
+
+
+def scan_scores(bagged: Sequence[tuple[int, str, frozenset[str]]], title_tokens: frozenset[str],
+                limit: int = MAX_SCORES) -> list[SlotScore]:
+    """The reference implementation: score every row exactly. Used by tests and the benchmark."""
+    scored = sorted(
+        ((jaccard(title_tokens, bag), pos, w) for pos, w, bag in bagged if not title_tokens.isdisjoint(bag)),
+        key=lambda e: (-e[0], e[1]),
+    )[:limit]
+    zeros = ((Fraction(0), pos, w) for pos, w, bag in sorted(bagged) if title_tokens.isdisjoint(bag))
+    scored += [next(zeros) for _ in range(min(limit - len(scored), len(bagged) - len(scored)))]
+    return [SlotScore(w, j) for j, _, w in scored]
+
+
 def brute_force_scores(rows: Iterable[tuple[str, str, Sequence[str]]], title: str, limit: int = MAX_SCORES) -> list[SlotScore]:
-    """The reference implementation: score every row. Used by tests and the benchmark."""
-    title_tokens = tokens(title)
-    scored = [(jaccard(title_tokens, bag_of(t, a)), int(w[1:]), w) for w, t, a in rows]
-    scored.sort(key=lambda e: (-e[0], e[1]))
-    return [SlotScore(w, j) for j, _, w in scored[:limit]]
+    return scan_scores(bag_rows(rows), tokens(title), limit)

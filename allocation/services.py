@@ -200,15 +200,24 @@ def reserve(
         created_at=now,
         expires_at=expires_at,
     )
+    # Fast path, one statement: take the key unless it is occupied, held or reserved.
+    occupied_sql = (
+        f"SELECT 1 FROM {Occupancy._meta.db_table} "
+        "WHERE space_id = %s AND kind = %s AND target = %s AND delivery_mode = %s"
+    )
+    unless = [(occupied_sql, [space.pk, key.kind, key.target, key.delivery_mode])]
+    if work_item_id is not None:
+        held_sql = f"SELECT 1 FROM {SlotHold._meta.db_table} WHERE space_id = %s AND work_item_id = %s"
+        unless.append((held_sql, [space.pk, work_item_id]))
+    reservation = Reservation(**key_filter(space, key), **fields)
+    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, unless_exists=unless):
+        return reservation
+    # Refused: say why. A hold comes first, then a durable occupant, then a reservation.
     if work_item_id is not None and SlotHold.objects.filter(space=space, work_item_id=work_item_id).exists():
         raise held_error(work_item_id, key)
     occupancy = find_occupancy(space, key)
     if occupancy is not None:
         raise occupied_error(occupancy, key)
-    # Fast path: the key is free, one statement takes it (and commits: we are in autocommit).
-    reservation = Reservation(**key_filter(space, key), **fields)
-    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS):
-        return reservation
     # Someone holds a reservation: decide under its row lock whether it is live.
     with transaction.atomic():
         for _ in range(3):

@@ -7,10 +7,12 @@ constraint is the last word: one live task per conflict key, whatever the timing
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from allocation import services as allocation
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
@@ -67,27 +69,21 @@ def create_task(
         work_item_id=bound.work_item_id,
         operation=operation,
     )
+    task = Task(
+        space=space,
+        title=title,
+        body=body,
+        delivery_mode=delivery_mode,
+        work_item_id=bound.work_item_id,
+        conflict_kind=key.kind,
+        conflict_target=key.target,
+        status=TaskStatus.OPEN,
+        creator=actor,
+        received_seq=received_seq,
+        payload_sha256=digest,
+    )
     try:
-        with transaction.atomic():
-            task = Task.objects.create(
-                space=space,
-                number=allocate_task_number(space),
-                title=title,
-                body=body,
-                delivery_mode=delivery_mode,
-                work_item_id=bound.work_item_id,
-                conflict_kind=key.kind,
-                conflict_target=key.target,
-                status=TaskStatus.OPEN,
-                creator=actor,
-                received_seq=received_seq,
-                payload_sha256=digest,
-            )
-            allocation.occupy(reservation=reservation, space=space, key=key, task=task)
-            record_event(
-                task=task, kind=EventKind.CREATED, actor=actor, work_item_id=bound.work_item_id,
-                conflict_key=key.as_dict(),
-            )
+        insert_task_with_occupancy(task=task, reservation=reservation, key=key)
     except IntegrityError:
         allocation.release_reservation(reservation)
         # Our reservation lapsed and another intent took the key meanwhile: it won.
@@ -99,6 +95,61 @@ def create_task(
         allocation.release_reservation(reservation)  # no phantom reservation
         raise
     return task
+
+
+# The mutation of SPEC §4.5.4 as one PostgreSQL statement: number the task, insert it and
+# its occupancy, drop the reservation and record the event. A single statement is its
+# own transaction, so all of it commits or none does (a unique violation on the
+# occupancy rolls back the task and the number too), in one round trip instead of seven.
+INSERT_TASK_SQL = """
+WITH numbered AS (
+    UPDATE spaces_space SET task_counter = task_counter + 1 WHERE id = %(space)s RETURNING task_counter
+), task AS (
+    INSERT INTO tasks_task (space_id, number, title, body, delivery_mode, work_item_id, conflict_kind,
+                            conflict_target, status, cycle, creator_id, received_seq, payload_sha256,
+                            superseded_by_id, created_at, updated_at)
+    SELECT %(space)s, task_counter, %(title)s, %(body)s, %(delivery_mode)s, %(work_item_id)s, %(kind)s,
+           %(target)s, %(status)s, %(cycle)s, %(creator)s, %(received_seq)s, %(payload_sha256)s,
+           NULL, %(now)s, %(now)s
+    FROM numbered
+    RETURNING id, number
+), occupancy AS (
+    INSERT INTO allocation_occupancy (space_id, kind, target, delivery_mode, task_id, note_id, created_at)
+    SELECT %(space)s, %(kind)s, %(target)s, %(delivery_mode)s, id, NULL, %(now)s FROM task
+), dropped AS (
+    DELETE FROM allocation_reservation WHERE id = %(reservation)s
+), event AS (
+    INSERT INTO tasks_taskevent (space_id, task_id, kind, actor_id, details, created_at)
+    SELECT %(space)s, id, 'created', %(creator)s, %(details)s::jsonb, %(now)s FROM task
+)
+SELECT id, number FROM task
+"""
+
+
+def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey) -> None:
+    """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically."""
+    details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        now = timezone.now()
+        with connection.cursor() as cursor:
+            cursor.execute(INSERT_TASK_SQL, {
+                "space": task.space_id, "title": task.title, "body": task.body,
+                "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
+                "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
+                "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
+                "reservation": reservation.pk, "details": json.dumps(details),
+            })
+            task.pk, task.number = cursor.fetchone()
+        task.created_at = task.updated_at = now
+        task._state.adding = False
+        task._state.db = connection.alias
+        return
+    # Elsewhere (SQLite, or inside a caller's transaction) the same steps, one by one.
+    with transaction.atomic():
+        task.number = allocate_task_number(task.space)
+        task.save(force_insert=True)
+        allocation.occupy(reservation=reservation, space=task.space, key=key, task=task)
+        record_event(task=task, kind=EventKind.CREATED, actor=task.creator, **details)
 
 
 @dataclass(frozen=True)

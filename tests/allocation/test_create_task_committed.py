@@ -1,0 +1,54 @@
+"""The create path outside a test transaction: on PostgreSQL the mutation is one statement."""
+from __future__ import annotations
+
+import pytest
+
+from allocation import services as allocation
+from allocation.models import Occupancy, Reservation
+from spaces.models import Space
+from tasks import services
+from tasks.models import EventKind, Task
+from tests.conftest import load_agent_lab
+from tests.factories import member_with_key
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_it_creates_the_task_its_occupancy_and_event_and_drops_the_reservation():
+    space = load_agent_lab()
+    member, _ = member_with_key(space, "writer")
+    first = services.create_task(space=space, actor=member, title="Retry policy")
+    second = services.create_task(space=space, actor=member, title="Write the onboarding guide")
+    assert (first.number, second.number) == (1, 2)
+    stored = Task.objects.get(pk=first.pk)
+    assert stored.conflict_target == "task:agent-lab:retry policy" and stored.creator == member
+    assert Occupancy.objects.get(task=first).target == stored.conflict_target
+    assert list(stored.events.values_list("kind", flat=True)) == [EventKind.CREATED]
+    assert stored.events.get().details["conflict_key"]["target"] == stored.conflict_target
+    assert not Reservation.objects.exists()
+    assert Space.objects.get(pk=space.pk).task_counter == 2
+
+
+def test_the_occupancy_constraint_decides_when_a_reservation_was_lost(monkeypatch):
+    """An intent whose reservation lapsed loses to the occupant: no task, no number, a 409 naming the winner."""
+    space = load_agent_lab()
+    member, _ = member_with_key(space, "writer")
+    winner = services.create_task(space=space, actor=member, title="Retry policy")
+    real_reserve = allocation.reserve
+
+    def reserve_ignoring_occupancy(**kwargs):
+        # What a process that reserved before the winner, then stalled past its window, holds.
+        Occupancy.objects.filter(task=winner).delete()
+        try:
+            return real_reserve(**kwargs)
+        finally:
+            Occupancy.objects.create(space=space, kind="create_task", target=winner.conflict_target,
+                                     delivery_mode="result", task=winner)
+
+    monkeypatch.setattr(allocation, "reserve", reserve_ignoring_occupancy)
+    with pytest.raises(allocation.errors.ConflictKeyOccupied) as refused:
+        services.create_task(space=space, actor=member, title="retry  POLICY")
+    assert refused.value.extra["winner"] == {"type": "task", "id": winner.number, "status": "open"}
+    assert Task.objects.count() == 1
+    assert Space.objects.get(pk=space.pk).task_counter == 1  # the loser's number was rolled back
+    assert not Reservation.objects.exists()
