@@ -10,10 +10,19 @@ from spaces.api.pagination import IdCursorPagination
 from spaces.api.problems import translate
 from spaces.api.views import SpaceView
 from spaces.models import Role
-from tasks import selectors, services
+from tasks import attempts, claims, selectors, services
 from tasks.filters import TaskFilter
-from tasks.models import TaskStatus
+from tasks.models import Notification, TaskStatus
 from tasks.serializers import (
+    AssignSerializer,
+    AttemptSerializer,
+    ClaimSerializer,
+    DoneSerializer,
+    MarkReadSerializer,
+    NextSerializer,
+    NotificationSerializer,
+    RejectSerializer,
+    TaskDetailSerializer,
     NoteCreateSerializer,
     NoteSerializer,
     TaskCreateSerializer,
@@ -87,10 +96,10 @@ def _validation_error(serializer):
 
 
 class TaskDetailView(SpaceView):
-    serializer_class = TaskSerializer
+    serializer_class = TaskDetailSerializer
 
     def get(self, request: Request, slug: str, number: str) -> Response:
-        return Response(TaskSerializer(selectors.get_task(space=self.space, number=number)).data)
+        return Response(TaskDetailSerializer(task_with_work(self.space, number)).data)
 
 
 class TaskHistoryView(SpaceView):
@@ -115,3 +124,133 @@ class TaskNotesView(SpaceView):
         data = self.validated(NoteCreateSerializer)
         note = services.add_note(task=task, actor=self.member, operation=operation_of(request), **data)
         return Response(NoteSerializer(note).data, status=status.HTTP_201_CREATED)
+
+
+def task_with_work(space, number):
+    from django.db.models import Prefetch
+
+    from tasks.models import Attempt
+
+    task = selectors.get_task(space=space, number=number)
+    attempts = Attempt.objects.select_related("member").prefetch_related("checks__member")
+    return (
+        type(task).objects.select_related("creator", "superseded_by")
+        .prefetch_related("claims__member", Prefetch("attempts", queryset=attempts))
+        .get(pk=task.pk)
+    )
+
+
+class NextView(SpaceView):
+    """``POST …/next``: claim the lowest open task, a given one (``number``, ``join``), or an attempt to check."""
+
+    serializer_class = NextSerializer
+    required_roles = {"POST": Role.WRITER}
+
+    @extend_schema(request=NextSerializer)
+    def post(self, request: Request, slug: str) -> Response:
+        data = self.validated(NextSerializer)
+        if data["kind"] == "check":
+            offered = attempts.offer_check(space=self.space, member=self.member)
+            if offered is None:
+                return Response({"task": None, "attempt": None})
+            task, attempt = offered
+            return Response({"task": TaskSerializer(task).data, "attempt": AttemptSerializer(attempt).data})
+        if "number" in data:
+            task, claim = claims.claim_task(space=self.space, member=self.member, number=data["number"],
+                                            join=data["join"])
+        else:
+            claimed = claims.claim_next_task(space=self.space, member=self.member)
+            if claimed is None:
+                return Response({"task": None})
+            task, claim = claimed
+        task.refresh_from_db()
+        return Response({"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data})
+
+
+class GiveBackView(SpaceView):
+    serializer_class = ClaimSerializer
+    required_roles = {"POST": Role.WRITER}
+
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        task = selectors.get_task(space=self.space, number=number)
+        claim = claims.give_back(task=task, member=self.member)
+        task.refresh_from_db()
+        return Response({"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data})
+
+
+class AssignView(SpaceView):
+    serializer_class = ClaimSerializer
+    required_roles = {"POST": Role.STEWARD}
+
+    @extend_schema(request=AssignSerializer)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        from spaces.selectors import get_member
+
+        task = selectors.get_task(space=self.space, number=number)
+        member = get_member(space=self.space, member_id=self.validated(AssignSerializer)["member"])
+        claim = claims.assign_task(task=task, member=member, actor=self.member)
+        task.refresh_from_db()
+        return Response({"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data})
+
+
+class DoneView(SpaceView):
+    serializer_class = AttemptSerializer
+    required_roles = {"POST": Role.WRITER}
+
+    @extend_schema(request=DoneSerializer)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        task = selectors.get_task(space=self.space, number=number)
+        data = self.validated(DoneSerializer)
+        attempt = attempts.mark_done(task=task, member=self.member, post_id=data["post"])
+        task.refresh_from_db()
+        return Response({"task": TaskSerializer(task).data, "attempt": AttemptSerializer(attempt).data},
+                        status=status.HTTP_201_CREATED)
+
+
+class CheckView(SpaceView):
+    serializer_class = AttemptSerializer
+    required_roles = {"POST": Role.WRITER}
+    verdict = "confirm"
+
+    @extend_schema(request=RejectSerializer)
+    def post(self, request: Request, slug: str, number: str, attempt: str) -> Response:
+        task = selectors.get_task(space=self.space, number=number)
+        if self.verdict == "confirm":
+            result = attempts.confirm_attempt(task=task, number=attempt, member=self.member)
+            reopened = None
+        else:
+            reason = self.validated(RejectSerializer)["reason"]
+            result, reopened = attempts.reject_attempt(task=task, number=attempt, member=self.member, reason=reason)
+        task.refresh_from_db()
+        body = {"task": TaskSerializer(task).data, "attempt": AttemptSerializer(result).data}
+        if reopened:
+            body["reopened"] = reopened
+        return Response(body)
+
+
+class RejectView(CheckView):
+    verdict = "reject"
+
+
+class NotificationListView(SpaceView):
+    serializer_class = NotificationSerializer
+
+    def get(self, request: Request) -> Response:
+        items = Notification.objects.filter(member=self.member).select_related("task")
+        if request.query_params.get("unread", "").lower() in ("1", "true", "yes"):
+            items = items.filter(read_at=None)
+        return self.paginate(items, NotificationSerializer)
+
+
+class NotificationReadView(SpaceView):
+    serializer_class = NotificationSerializer
+
+    @extend_schema(request=MarkReadSerializer)
+    def post(self, request: Request) -> Response:
+        from django.utils import timezone
+
+        ids = self.validated(MarkReadSerializer).get("ids")
+        items = Notification.objects.filter(member=self.member, read_at=None)
+        if ids is not None:
+            items = items.filter(pk__in=ids)
+        return Response({"marked_read": items.update(read_at=timezone.now())})

@@ -16,3 +16,94 @@ class WindowTooLarge(DomainError):
     http_status = 422
     title = "Window too large"
     meaning = "A window holds 1 to 500 proposals."
+
+
+class TaskNotOpen(DomainError):
+    code = "task_not_open"
+    http_status = 409
+    title = "Task not open"
+    meaning = "The task cannot be claimed now; when other keys hold it, the detail says to send `join: true`."
+
+
+class TaskClosed(DomainError):
+    code = "task_closed"
+    http_status = 409
+    title = "Task closed"
+    meaning = "The task is done, rejected or withdrawn: it takes no more claims, attempts or checks."
+
+
+class ClaimLimit(DomainError):
+    code = "claim_limit"
+    http_status = 409
+    title = "Claim limit"
+    meaning = "The task already has the most live claims a task may have (max_claims_per_task)."
+
+
+class NotHolding(DomainError):
+    code = "not_holding"
+    http_status = 409
+    title = "Not holding"
+    meaning = "You hold no live claim on this task, so there is nothing to give back."
+
+
+class AttemptLimit(DomainError):
+    code = "attempt_limit"
+    http_status = 409
+    title = "Attempt limit"
+    meaning = "This cycle already has the most attempts a cycle may have (max_attempts_per_cycle)."
+
+
+class AttemptExists(DomainError):
+    code = "attempt_exists"
+    http_status = 409
+    title = "Attempt exists"
+    meaning = "You already made an attempt on this task in this cycle; one attempt a key a cycle."
+
+
+class TaskPostNotFound(DomainError):
+    code = "task_post_not_found"
+    http_status = 422
+    title = "Post not found"
+    meaning = "The cited post does not exist in this space, or it is hidden or withheld."
+
+
+class PostRejectedForTask(DomainError):
+    code = "post_rejected_for_task"
+    http_status = 409
+    title = "Post rejected for this task"
+    meaning = "This post was once rejected as this task's result and cannot be cited for it again."
+
+
+class DoerCannotCheck(DomainError):
+    code = "doer_cannot_check"
+    http_status = 409
+    title = "Doer cannot check"
+    meaning = "You made an attempt on this task in this cycle, so you check none of its attempts in it."
+
+
+class CheckerCannotAttempt(DomainError):
+    code = "checker_cannot_attempt"
+    http_status = 409
+    title = "Checker cannot attempt"
+    meaning = "You checked an attempt on this task in this cycle, so you make no attempt in it."
+
+
+class AuthorCannotCheck(DomainError):
+    code = "author_cannot_check"
+    http_status = 409
+    title = "Author cannot check"
+    meaning = "You wrote the post this attempt cites, so you do not check it."
+
+
+class AttemptNotWaiting(DomainError):
+    code = "attempt_not_waiting"
+    http_status = 409
+    title = "Attempt not waiting"
+    meaning = "This attempt was already accepted, passed or rejected: only waiting attempts are checked."
+
+
+class CheckExists(DomainError):
+    code = "check_exists"
+    http_status = 409
+    title = "Check exists"
+    meaning = "You already checked this attempt; a key checks an attempt once."

@@ -118,3 +118,121 @@ class Note(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["space", "target"], name="note_unique_target_per_space")]
+
+
+class ClaimOrigin(models.TextChoices):
+    NEXT = "next"
+    JOIN = "join"
+    ASSIGNED = "assigned"
+
+
+class ClaimEnd(models.TextChoices):
+    ATTEMPT = "attempt"
+    GAVE_BACK = "gave_back"
+    LAPSED = "lapsed"
+    SUPERSEDED = "superseded"
+    CLOSED = "closed"  # the task was withdrawn or rejected by a steward
+
+
+class Claim(models.Model):
+    """A member holding a task for a while (SPEC §6.1)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="claims")
+    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="claims")
+    cycle = models.PositiveIntegerField()
+    origin = models.CharField(max_length=16, choices=ClaimOrigin.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    end_reason = models.CharField(max_length=16, choices=ClaimEnd.choices, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["space", "task", "member"], condition=Q(ended_at__isnull=True), name="claim_one_live_per_member_task"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["expires_at"], name="claim_live_expiry", condition=Q(ended_at__isnull=True)),
+            models.Index(fields=["task", "cycle"], name="claim_task_cycle"),
+        ]
+
+    @property
+    def is_live(self) -> bool:
+        return self.ended_at is None
+
+
+class AttemptState(models.TextChoices):
+    WAITING = "waiting"
+    ACCEPTED = "accepted"
+    PASSED = "passed"  # another attempt of the cycle was accepted first
+    REJECTED = "rejected"
+
+
+class Attempt(models.Model):
+    """A numbered delivery on a task: a member cites a post as the result (SPEC §6.2)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveIntegerField()
+    cycle = models.PositiveIntegerField()
+    member = models.ForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="attempts")
+    post = models.ForeignKey("spaces.Post", on_delete=models.PROTECT, related_name="attempts")
+    state = models.CharField(max_length=16, choices=AttemptState.choices, default=AttemptState.WAITING)
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            models.UniqueConstraint(fields=["space", "task", "number"], name="attempt_unique_number_per_task"),
+            models.UniqueConstraint(fields=["space", "task", "cycle", "member"], name="attempt_one_per_member_cycle"),
+            models.CheckConstraint(condition=Q(state__in=AttemptState.values), name="attempt_state_valid"),
+        ]
+
+
+class Verdict(models.TextChoices):
+    CONFIRM = "confirm"
+    REJECT = "reject"
+
+
+class Check(models.Model):
+    """A member's confirm or reject of one attempt, counted for the attempt's cycle (SPEC §6.3)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="checks")
+    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="checks")
+    member = models.ForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="checks")
+    cycle = models.PositiveIntegerField()
+    verdict = models.CharField(max_length=8, choices=Verdict.choices)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["space", "attempt", "member"], name="check_one_per_member_attempt"),
+        ]
+
+
+class NotificationKind(models.TextChoices):
+    TASK_ATTEMPT = "task_attempt"
+    ATTEMPT_ACCEPTED = "attempt_accepted"
+    ATTEMPT_REJECTED = "attempt_rejected"
+    TASK_REOPENED = "task_reopened"
+    TASK_SUPERSEDED = "task_superseded"
+    CLAIM_LAPSED = "claim_lapsed"
+
+
+class Notification(models.Model):
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="notifications")
+    kind = models.CharField(max_length=32, choices=NotificationKind.choices)
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["member", "id"], name="notification_member_id")]

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from spaces.api.serializers import MAX_BODY, AuthorSerializer, StrictCharField
 from spaces.catalog import MAX_TITLE
-from tasks.models import Note, Task, TaskEvent
+from tasks.models import Attempt, Check, Claim, Note, Notification, Task, TaskEvent
 
 MAX_WINDOW = 500
 
@@ -72,3 +72,78 @@ class NoteSerializer(serializers.ModelSerializer):
     class Meta:
         model = Note
         fields = ["id", "criterion", "body", "author", "created_at"]
+
+
+class ClaimSerializer(serializers.ModelSerializer):
+    member = AuthorSerializer(read_only=True)
+    live = serializers.BooleanField(source="is_live")
+
+    class Meta:
+        model = Claim
+        fields = ["id", "member", "cycle", "origin", "created_at", "expires_at", "live", "ended_at", "end_reason"]
+
+
+class CheckSerializer(serializers.ModelSerializer):
+    member = AuthorSerializer(read_only=True)
+
+    class Meta:
+        model = Check
+        fields = ["id", "member", "verdict", "reason", "cycle", "created_at"]
+
+
+class AttemptSerializer(serializers.ModelSerializer):
+    member = AuthorSerializer(read_only=True)
+    post = serializers.IntegerField(source="post_id")
+    checks = CheckSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Attempt
+        fields = ["number", "cycle", "member", "post", "state", "created_at", "decided_at", "checks"]
+
+
+class TaskDetailSerializer(TaskSerializer):
+    claims = serializers.SerializerMethodField()
+    attempts = AttemptSerializer(many=True, read_only=True)
+
+    class Meta(TaskSerializer.Meta):
+        fields = TaskSerializer.Meta.fields + ["claims", "attempts"]
+
+    def get_claims(self, task: Task) -> list[dict]:
+        return ClaimSerializer([c for c in task.claims.all() if c.is_live], many=True).data
+
+
+class NextSerializer(serializers.Serializer):
+    number = serializers.IntegerField(required=False, min_value=1)
+    join = serializers.BooleanField(required=False, default=False)
+    kind = serializers.ChoiceField(choices=["task", "check"], required=False, default="task")
+
+
+class DoneSerializer(serializers.Serializer):
+    post = serializers.IntegerField(min_value=1)
+
+
+class RejectSerializer(serializers.Serializer):
+    reason = StrictCharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
+
+
+class AssignSerializer(serializers.Serializer):
+    member = serializers.IntegerField(min_value=1)
+
+
+class NotificationSerializer(serializers.ModelSerializer):
+    task = serializers.SerializerMethodField()
+    read = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Notification
+        fields = ["id", "kind", "task", "details", "created_at", "read", "read_at"]
+
+    def get_task(self, notification: Notification) -> int | None:
+        return notification.task.number if notification.task_id else None
+
+    def get_read(self, notification: Notification) -> bool:
+        return notification.read_at is not None
+
+
+class MarkReadSerializer(serializers.Serializer):
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, max_length=1000)

@@ -19,7 +19,7 @@ from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode, Operation
 from spaces.errors import DomainError
 from spaces.models import Member, Space
-from tasks import errors
+from tasks.lifecycle import check_task_usable
 from tasks.models import EventKind, Note, Task, TaskEvent, TaskStatus
 
 
@@ -171,16 +171,6 @@ def create_tasks_window(*, space: Space, actor: Member, proposals: list[dict], o
         else:
             results.append(WindowResult(index, 201, task, None))
     return results
-
-
-def check_task_usable(task: Task) -> None:
-    """Superseded tasks take no claim, attempt, check or note (SPEC §5.1)."""
-    if task.status == TaskStatus.SUPERSEDED:
-        survivor = task.superseded_by
-        raise errors.TaskSuperseded(
-            f"Task {task.number} was superseded by task {survivor.number}: work on that one.",
-            surviving_task={"id": survivor.number, "status": survivor.status},
-        )
 
 
 def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = None, operation: Operation | None = None) -> Note:

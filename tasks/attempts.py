@@ -1,0 +1,226 @@
+"""Attempts and checks (SPEC §6.2–§6.3), each under the task's row lock.
+
+The numbers, the one-attempt-a-key-a-cycle rule and the one-check-a-key-an-attempt rule
+are unique constraints; the limits and the doer-or-checker rules are checked here
+under the lock, so no two concurrent requests can both pass them.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from spaces.models import Member, Post, Space
+from spaces.selectors import as_int
+from tasks import errors
+from tasks.claims import end_claims
+from tasks.lifecycle import check_task_live, live_claims, notify, recompute_status, release_occupancy
+from tasks.models import (
+    Attempt,
+    AttemptState,
+    Check,
+    Claim,
+    ClaimEnd,
+    EventKind,
+    NotificationKind,
+    Task,
+    TaskStatus,
+    Verdict,
+)
+from tasks.selectors import get_task
+from tasks.services import record_event
+
+
+def cycle_is_contested(task: Task, doer: Member) -> bool:
+    """SPEC §6.3, zero-confirmation spaces: an attempt is accepted at once unless, in this
+    cycle, another key holds the task live, gave it back, a reject came first, or an
+    earlier attempt is still waiting for its confirmation."""
+    others = Claim.objects.filter(task=task, cycle=task.cycle).exclude(member=doer)
+    return (
+        others.filter(ended_at=None).exists()
+        or others.filter(end_reason=ClaimEnd.GAVE_BACK).exists()
+        or Check.objects.filter(task=task, cycle=task.cycle, verdict=Verdict.REJECT).exists()
+        or Attempt.objects.filter(task=task, cycle=task.cycle, state=AttemptState.WAITING).exists()
+    )
+
+
+def required_confirmations(task: Task, attempt: Attempt) -> int:
+    # A contested attempt in a zero-confirmation space waits for one confirmation.
+    return task.space.confirmations_required or 1
+
+
+def find_citable_post(space: Space, post_id: object) -> Post:
+    post = Post.objects.filter(space=space, pk=as_int(post_id), hidden_at=None, withheld_at=None).first()
+    if post is None:
+        raise errors.TaskPostNotFound(f"Post {post_id} is not a visible post of this space.")
+    return post
+
+
+def mark_done(*, task: Task, member: Member, post_id: object) -> Attempt:
+    """``POST …/done {"post"}``: a numbered attempt citing a post (SPEC §6.2)."""
+    with transaction.atomic():
+        task = get_task(space=task.space, number=task.number, lock=True)
+        check_task_live(task)
+        space = task.space
+        post = find_citable_post(space, post_id)
+        if Attempt.objects.filter(task=task, post=post, state=AttemptState.REJECTED).exists():
+            raise errors.PostRejectedForTask(f"Post {post.pk} was rejected as task {task.number}'s result before.")
+        if Check.objects.filter(task=task, cycle=task.cycle, member=member).exists():
+            raise errors.CheckerCannotAttempt(
+                f"You checked an attempt on task {task.number} in cycle {task.cycle}; a key is doer or checker, not both."
+            )
+        this_cycle = Attempt.objects.filter(task=task, cycle=task.cycle)
+        if this_cycle.filter(member=member).exists():
+            raise errors.AttemptExists(f"You already made an attempt on task {task.number} in cycle {task.cycle}.")
+        if this_cycle.count() >= space.max_attempts_per_cycle:
+            raise errors.AttemptLimit(
+                f"Cycle {task.cycle} of task {task.number} already has {space.max_attempts_per_cycle} attempts.",
+                max_attempts_per_cycle=space.max_attempts_per_cycle,
+            )
+        contested = space.confirmations_required == 0 and cycle_is_contested(task, member)
+        first_of_cycle = not this_cycle.exists()
+        number = (Attempt.objects.filter(task=task).aggregate(n=Max("number"))["n"] or 0) + 1
+        attempt = Attempt.objects.create(
+            space_id=task.space_id, task=task, number=number, cycle=task.cycle, member=member, post=post
+        )
+        record_event(task=task, kind=EventKind.ATTEMPT, actor=member, attempt=number, post=post.pk, cycle=task.cycle)
+        to_notify = {post.author_id} - {member.pk}
+        if first_of_cycle:
+            holders = set(live_claims(task).values_list("member_id", flat=True))
+            end_claims(live_claims(task), ClaimEnd.ATTEMPT)
+            to_notify |= holders - {member.pk}
+        if to_notify:
+            notify(members=to_notify, kind=NotificationKind.TASK_ATTEMPT, task=task, attempt=number, post=post.pk,
+                   doer=member.pk)
+        if space.confirmations_required == 0 and not contested:
+            accept(task=task, attempt=attempt, actor=member)
+        else:
+            recompute_status(task)
+        attempt.refresh_from_db()
+        return attempt
+
+
+def accept(*, task: Task, attempt: Attempt, actor: Member | None) -> None:
+    now = timezone.now()
+    Attempt.objects.filter(pk=attempt.pk).update(state=AttemptState.ACCEPTED, decided_at=now)
+    passed = Attempt.objects.filter(task=task, cycle=task.cycle, state=AttemptState.WAITING).exclude(pk=attempt.pk)
+    passed_numbers = list(passed.values_list("number", flat=True))
+    passed.update(state=AttemptState.PASSED, decided_at=now)
+    end_claims(live_claims(task), ClaimEnd.ATTEMPT)
+    task.status = TaskStatus.DONE
+    task.updated_at = now
+    task.save(update_fields=["status", "updated_at"])
+    release_occupancy(task)
+    record_event(task=task, kind=EventKind.ACCEPTED, actor=actor, attempt=attempt.number, post=attempt.post_id,
+                 passed=passed_numbers, cycle=task.cycle)
+    notify(members=[attempt.member_id], kind=NotificationKind.ATTEMPT_ACCEPTED, task=task, attempt=attempt.number)
+
+
+def lock_attempt(*, task: Task, number: object) -> tuple[Task, Attempt]:
+    task = get_task(space=task.space, number=task.number, lock=True)
+    check_task_live(task)
+    attempt = Attempt.objects.select_related("post").filter(task=task, number=as_int(number)).first()
+    if attempt is None:
+        from spaces.errors import NotFound
+
+        raise NotFound(f"Task {task.number} has no attempt {number}.")
+    return task, attempt
+
+
+def check_may_check(task: Task, attempt: Attempt, member: Member) -> None:
+    if attempt.state != AttemptState.WAITING:
+        raise errors.AttemptNotWaiting(f"Attempt {attempt.number} is {attempt.state}.", attempt_state=attempt.state)
+    if attempt.member_id == member.pk:
+        raise errors.DoerCannotCheck("You made this attempt; another key checks it.")
+    own = Attempt.objects.filter(task=task, cycle=attempt.cycle, member=member).first()
+    rival_allowed = task.space.confirmations_required == 0  # a doer may confirm a rival there
+    if own is not None and not rival_allowed:
+        raise errors.DoerCannotCheck(
+            f"You made attempt {own.number} in cycle {attempt.cycle}; a key is doer or checker, not both."
+        )
+    if attempt.post.author_id == member.pk:
+        raise errors.AuthorCannotCheck(f"You wrote post {attempt.post_id}, which attempt {attempt.number} cites.")
+    if Check.objects.filter(attempt=attempt, member=member).exists():
+        raise errors.CheckExists(f"You already checked attempt {attempt.number}.")
+
+
+def confirm_attempt(*, task: Task, number: object, member: Member) -> Attempt:
+    with transaction.atomic():
+        task, attempt = lock_attempt(task=task, number=number)
+        check_may_check(task, attempt, member)
+        Check.objects.create(space_id=task.space_id, task=task, attempt=attempt, member=member, cycle=attempt.cycle,
+                             verdict=Verdict.CONFIRM)
+        record_event(task=task, kind=EventKind.CHECK, actor=member, attempt=attempt.number, verdict=Verdict.CONFIRM,
+                     cycle=attempt.cycle)
+        # A check counts for its own cycle and attempt only.
+        confirmations = Check.objects.filter(attempt=attempt, cycle=attempt.cycle, verdict=Verdict.CONFIRM).count()
+        if confirmations >= required_confirmations(task, attempt):
+            accept(task=task, attempt=attempt, actor=member)
+        attempt.refresh_from_db()
+        return attempt
+
+
+def reject_attempt(*, task: Task, number: object, member: Member, reason: str) -> tuple[Attempt, dict | None]:
+    """Set the attempt aside; returns it and, when no attempt waits any more, the reopening."""
+    with transaction.atomic():
+        task, attempt = lock_attempt(task=task, number=number)
+        check_may_check(task, attempt, member)
+        Check.objects.create(space_id=task.space_id, task=task, attempt=attempt, member=member, cycle=attempt.cycle,
+                             verdict=Verdict.REJECT, reason=reason)
+        Attempt.objects.filter(pk=attempt.pk).update(state=AttemptState.REJECTED, decided_at=timezone.now())
+        record_event(task=task, kind=EventKind.CHECK, actor=member, attempt=attempt.number, verdict=Verdict.REJECT,
+                     reason=reason, cycle=attempt.cycle)
+        notify(members=[attempt.member_id], kind=NotificationKind.ATTEMPT_REJECTED, task=task,
+               attempt=attempt.number, reason=reason)
+        reopened = None
+        if not Attempt.objects.filter(task=task, cycle=task.cycle, state=AttemptState.WAITING).exists():
+            reopened = reopen(task=task, rejected=attempt, actor=member)
+        else:
+            recompute_status(task)
+        attempt.refresh_from_db()
+        return attempt, reopened
+
+
+def reopen(*, task: Task, rejected: Attempt, actor: Member) -> dict:
+    """No attempt waits any more: a new cycle starts, naming what was set aside."""
+    old_cycle = task.cycle
+    cycle_checks = Check.objects.filter(task=task, cycle=old_cycle)
+    cleared = list(cycle_checks.filter(verdict=Verdict.CONFIRM).values_list("attempt__number", "member_id"))
+    affected = set(Attempt.objects.filter(task=task, cycle=old_cycle).values_list("member_id", flat=True))
+    affected |= set(cycle_checks.values_list("member_id", flat=True))
+    details = {
+        "rejected_attempt": rejected.number,
+        "result_post": rejected.post_id,
+        "confirmations_cleared": [{"attempt": n, "member": m} for n, m in cleared],
+        "from_cycle": old_cycle,
+        "cycle": old_cycle + 1,
+    }
+    task.cycle = old_cycle + 1
+    task.status = TaskStatus.OPEN
+    task.updated_at = timezone.now()
+    task.save(update_fields=["cycle", "status", "updated_at"])
+    record_event(task=task, kind=EventKind.REOPENED, actor=actor, **details)
+    notify(members=affected, kind=NotificationKind.TASK_REOPENED, task=task, **details)
+    return details
+
+
+def offer_check(*, space: Space, member: Member) -> tuple[Task, Attempt] | None:
+    """``next {"kind": "check"}``: the oldest waiting attempt the caller may check, if any."""
+    waiting = (
+        Attempt.objects.select_related("task", "post")
+        .filter(space=space, state=AttemptState.WAITING, task__status=TaskStatus.IN_REVIEW)
+        .exclude(member=member)
+        .exclude(post__author=member)
+        .exclude(checks__member=member)
+        .order_by("task__number", "number")
+    )
+    zero_confirmation = space.confirmations_required == 0
+    for attempt in waiting[:200]:
+        task = attempt.task
+        if attempt.cycle != task.cycle:
+            continue
+        doer_here = Attempt.objects.filter(task=task, cycle=task.cycle, member=member).exists()
+        if doer_here and not zero_confirmation:
+            continue
+        return task, attempt
+    return None

@@ -1,0 +1,162 @@
+"""Claims (SPEC §6.1): next, claim by number, join, give back, assign, lapse.
+
+An open task (status ``open``) has no live claim and no waiting attempt, and no check
+in its current cycle (a cycle with checks either ends ``done`` or reopens as a new
+cycle), so anyone may take it.
+
+Limits are enforced under the task's row lock; ``claim_one_live_per_member_task`` makes
+a double claim impossible whatever the timing. Plain ``next`` takes the lowest open
+task with ``FOR UPDATE SKIP LOCKED``, so agents calling it at once never wait on each
+other and never receive the same task.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from spaces.models import Member, Space
+from tasks import errors
+from tasks.lifecycle import check_task_live, check_task_usable, live_claims, notify, recompute_status
+from tasks.models import (
+    Claim,
+    ClaimEnd,
+    ClaimOrigin,
+    EventKind,
+    NotificationKind,
+    Task,
+    TaskStatus,
+)
+from tasks.selectors import get_task
+from tasks.services import record_event
+
+
+def claim_expiry(space: Space, now: datetime) -> datetime:
+    return now + timedelta(hours=space.task_claim_hours)
+
+
+def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None = None) -> Claim:
+    """Insert the claim and its event; the caller holds the task lock and checked the limits."""
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            claim = Claim.objects.create(
+                space_id=task.space_id, task=task, member=member, cycle=task.cycle, origin=origin,
+                created_at=now, expires_at=claim_expiry(task.space, now),
+            )
+    except IntegrityError:
+        # claim_one_live_per_member_task: this member already holds the task.
+        return live_claims(task).get(member=member)
+    kind = {ClaimOrigin.NEXT: EventKind.CLAIMED, ClaimOrigin.JOIN: EventKind.JOINED}.get(origin, EventKind.ASSIGNED)
+    record_event(task=task, kind=kind, actor=actor or member, member=member.pk, claim=claim.pk,
+                 expires_at=claim.expires_at.isoformat(), cycle=task.cycle)
+    recompute_status(task)
+    return claim
+
+
+def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | None:
+    """The lowest-numbered open task the caller may take, claimed; None when there is none."""
+    with transaction.atomic():
+        # The partial index task_open_by_number serves this; SKIP LOCKED passes over rows
+        # another transaction is claiming right now instead of queueing behind it.
+        candidates = (
+            Task.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("space")
+            .filter(space=space, status=TaskStatus.OPEN)
+            .order_by("number")
+        )
+        task = candidates.first()
+        if task is None:
+            return None
+        claim = open_claim(task=task, member=member, origin=ClaimOrigin.NEXT)
+        return task, claim
+
+
+def claim_task(*, space: Space, member: Member, number: object, join: bool = False) -> tuple[Task, Claim]:
+    """``next {"number": N, "join"?}``: claim task N if open, or hold it beside others with ``join``."""
+    with transaction.atomic():
+        task = get_task(space=space, number=number, lock=True)
+        check_task_usable(task)
+        mine = live_claims(task).filter(member=member).first()
+        if mine is not None:
+            return task, mine  # already holding it: claiming again changes nothing
+        if task.status == TaskStatus.OPEN:
+            return task, open_claim(task=task, member=member, origin=ClaimOrigin.NEXT)
+        if task.status in (TaskStatus.CLAIMED, TaskStatus.ASSIGNED):
+            holders = live_claims(task).count()
+            if not join:
+                raise errors.TaskNotOpen(
+                    f"Task {task.number} is held by {holders} other key(s); send {{\"number\": {task.number}, "
+                    "\"join\": true} to join them.",
+                    task_status=task.status, holders=holders, join=True,
+                )
+            if holders >= space.max_claims_per_task:
+                raise errors.ClaimLimit(
+                    f"Task {task.number} already has {holders} live claims (the most a task may have).",
+                    max_claims_per_task=space.max_claims_per_task,
+                )
+            return task, open_claim(task=task, member=member, origin=ClaimOrigin.JOIN)
+        raise errors.TaskNotOpen(
+            f"Task {task.number} is {task.status}: it takes no claims now.", task_status=task.status, join=False
+        )
+
+
+def give_back(*, task: Task, member: Member) -> Claim:
+    """End the caller's own live claim; other keys holding the task keep theirs."""
+    with transaction.atomic():
+        task = get_task(space=task.space, number=task.number, lock=True)
+        check_task_usable(task)
+        claim = live_claims(task).filter(member=member).first()
+        if claim is None:
+            raise errors.NotHolding(f"You hold no live claim on task {task.number}.")
+        end_claims(Claim.objects.filter(pk=claim.pk), ClaimEnd.GAVE_BACK)
+        record_event(task=task, kind=EventKind.GIVEN_BACK, actor=member, claim=claim.pk, cycle=claim.cycle)
+        recompute_status(task)
+        claim.refresh_from_db()
+        return claim
+
+
+def assign_task(*, task: Task, member: Member, actor: Member) -> Claim:
+    """A steward's claim for ``member`` (status ``assigned``); same limits as a join."""
+    with transaction.atomic():
+        task = get_task(space=task.space, number=task.number, lock=True)
+        check_task_live(task)
+        if task.status == TaskStatus.IN_REVIEW:
+            raise errors.TaskNotOpen(f"Task {task.number} is in review: it takes no claims now.", task_status=task.status)
+        mine = live_claims(task).filter(member=member).first()
+        if mine is not None:
+            return mine
+        if live_claims(task).count() >= task.space.max_claims_per_task:
+            raise errors.ClaimLimit(max_claims_per_task=task.space.max_claims_per_task)
+        return open_claim(task=task, member=member, origin=ClaimOrigin.ASSIGNED, actor=actor)
+
+
+def end_claims(claims, reason: str) -> int:
+    """Compare-and-set: only claims still live are ended, so concurrent callers end each once."""
+    return claims.filter(ended_at=None).update(ended_at=timezone.now(), end_reason=reason)
+
+
+def expire_claims(*, now: datetime | None = None, dry_run: bool = False) -> int:
+    """Lapse claims past their expiry, notify their holders, recompute the tasks' status.
+
+    Safe to run from several places at once: each claim is ended by one compare-and-set,
+    and only the run that ended it notifies and records the event.
+    """
+    now = now or timezone.now()
+    due = Claim.objects.filter(ended_at=None, expires_at__lte=now).order_by("task_id", "pk")
+    if dry_run:
+        return due.count()
+    lapsed = 0
+    for claim in due.select_related("task", "task__space").iterator():
+        with transaction.atomic():
+            task = Task.objects.select_for_update().get(pk=claim.task_id)
+            if Claim.objects.filter(pk=claim.pk, ended_at=None).update(ended_at=now, end_reason=ClaimEnd.LAPSED) != 1:
+                continue  # another run got it first
+            record_event(task=task, kind=EventKind.LAPSED, actor=None, member=claim.member_id, claim=claim.pk,
+                         cycle=claim.cycle)
+            notify(members=[claim.member_id], kind=NotificationKind.CLAIM_LAPSED, task=task, claim=claim.pk,
+                   task_number=task.number)
+            recompute_status(task)
+            lapsed += 1
+    return lapsed

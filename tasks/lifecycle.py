@@ -1,0 +1,94 @@
+"""What every task transition shares: status from claims and attempts, occupancy on
+termination, notifications. Callers hold the task's row lock (``get_task(lock=True)``)."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from django.utils import timezone
+
+from allocation.models import Occupancy
+from spaces.models import Member
+from tasks import errors
+from tasks.models import (
+    LIVE_STATUSES,
+    AttemptState,
+    ClaimOrigin,
+    Notification,
+    Task,
+    TaskStatus,
+)
+
+
+def notify(*, members: Iterable[Member | int], kind: str, task: Task | None, **details: Any) -> None:
+    member_ids = sorted({m if isinstance(m, int) else m.pk for m in members})
+    Notification.objects.bulk_create(
+        [Notification(space_id=task.space_id, member_id=mid, kind=kind, task=task, details=details) for mid in member_ids]
+    )
+
+
+def live_claims(task: Task):
+    return task.claims.filter(ended_at=None)
+
+
+def recompute_status(task: Task) -> str:
+    """A live task's status follows from its attempts and claims (terminal ones stay put).
+
+    in_review while an attempt waits; assigned or claimed while someone holds it; else open.
+    """
+    if task.status not in LIVE_STATUSES:
+        return task.status
+    if task.attempts.filter(cycle=task.cycle, state=AttemptState.WAITING).exists():
+        status = TaskStatus.IN_REVIEW
+    else:
+        origins = set(live_claims(task).values_list("origin", flat=True))
+        if ClaimOrigin.ASSIGNED in origins:
+            status = TaskStatus.ASSIGNED
+        elif origins:
+            status = TaskStatus.CLAIMED
+        else:
+            status = TaskStatus.OPEN
+    if status != task.status:
+        task.status = status
+        task.updated_at = timezone.now()
+        task.save(update_fields=["status", "updated_at"])
+    return status
+
+
+def release_occupancy(task: Task) -> None:
+    """SPEC §4.4: a task that stopped being live hands its key to the next live sibling, if any."""
+    occupancy = Occupancy.objects.select_for_update().filter(task=task).first()
+    if occupancy is None:
+        return
+    sibling = (
+        Task.objects.filter(
+            space_id=task.space_id,
+            conflict_kind=task.conflict_kind,
+            conflict_target=task.conflict_target,
+            delivery_mode=task.delivery_mode,
+            status__in=LIVE_STATUSES,
+        )
+        .exclude(pk=task.pk)
+        .order_by("number")
+        .first()
+    )
+    if sibling is None:
+        occupancy.delete()
+    else:
+        occupancy.task = sibling
+        occupancy.save(update_fields=["task"])
+
+
+def check_task_usable(task: Task) -> None:
+    """Superseded tasks take no claim, attempt, check or note (SPEC §5.1)."""
+    if task.status == TaskStatus.SUPERSEDED:
+        survivor = task.superseded_by
+        raise errors.TaskSuperseded(
+            f"Task {task.number} was superseded by task {survivor.number}: work on that one.",
+            surviving_task={"id": survivor.number, "status": survivor.status},
+        )
+
+
+def check_task_live(task: Task) -> None:
+    check_task_usable(task)
+    if task.status not in LIVE_STATUSES:
+        raise errors.TaskClosed(f"Task {task.number} is {task.status}.", task_status=task.status)
