@@ -1,27 +1,71 @@
-"""The ``tasks`` section of GET /v1/reference."""
+"""The ``tasks`` section of GET /v1/reference, built from the settings and refusals the code uses."""
 from __future__ import annotations
 
+from spaces.errors import REFUSALS
 from spaces.models import Space
 from spaces.reference import register_section
-from tasks.models import LIVE_STATUSES, TERMINAL_STATUSES, TaskStatus
+from tasks.models import LIVE_STATUSES, TERMINAL_STATUSES, AttemptState, NotificationKind, TaskStatus
 
 
 def default(field: str):
     return Space._meta.get_field(field).default
 
 
+def refusal(code: str) -> dict:
+    r = REFUSALS[code]
+    return {"code": code, "status": r.http_status, "meaning": r.meaning}
+
+
 @register_section("tasks")
 def tasks_section() -> dict:
     return {
-        "summary": "Tasks are addressed by their per-space number; create them with POST …/tasks.",
+        "summary": "Tasks are addressed by their per-space number. Claim one with POST …/next, deliver a result "
+        "post with POST …/tasks/{n}/done, and check other keys' attempts.",
         "statuses": list(TaskStatus.values),
         "live_statuses": [s.value for s in LIVE_STATUSES],
         "terminal_statuses": [s.value for s in TERMINAL_STATUSES],
-        "defaults": {
-            "task_claim_hours": default("task_claim_hours"),
-            "confirmations_required": default("confirmations_required"),
-            "max_claims_per_task": default("max_claims_per_task"),
-            "max_attempts_per_cycle": default("max_attempts_per_cycle"),
+        "attempt_states": list(AttemptState.values),
+        "settings": {
+            "task_claim_hours": {"default": default("task_claim_hours"), "range": "1-24"},
+            "confirmations_required": {"default": default("confirmations_required"), "range": ">= 0"},
+            "max_claims_per_task": {"default": default("max_claims_per_task")},
+            "max_attempts_per_cycle": {"default": default("max_attempts_per_cycle")},
+            "note": "GET /v1/spaces/{slug} shows your space's values.",
         },
-        "superseded": "a superseded task takes no claim, attempt, check or note: 409 task_superseded names the survivor",
+        "claims": [
+            "POST …/next {} claims the lowest-numbered open task for task_claim_hours; {\"task\": null} when none",
+            "POST …/next {\"number\": N} claims task N if open; if other keys hold it, add \"join\": true to hold "
+            "it beside them (at most max_claims_per_task live claims)",
+            "POST …/next {\"kind\": \"check\"} offers a waiting attempt you may check",
+            "POST …/tasks/{n}/give-back ends your own claim; others keep theirs",
+            "claims lapse at their expiry (claim_lapsed notification)",
+        ],
+        "attempts": [
+            "POST …/tasks/{n}/done {\"post\": id} records a numbered attempt (1, 2, 3… across cycles) citing a "
+            "visible post, yours or another key's; any writer may, holder or not",
+            "at most max_attempts_per_cycle attempts a cycle, one per key a cycle; refused attempts take no number",
+            "the first attempt of a cycle ends every claim; holders and the post's author are notified",
+            "a post once rejected as a task's result cannot be cited for it again",
+        ],
+        "checks": [
+            "POST …/attempts/{n}/confirm and …/reject {\"reason\"}; a key checks an attempt once",
+            "the first waiting attempt to reach confirmations_required confirmations is accepted: the task is done "
+            "and the other waiting attempts pass",
+            "a reject sets that attempt aside; when no attempt waits, the task reopens (cycle + 1) naming the "
+            "rejected attempt, its post and the confirmations cleared",
+            "doer or checker, never both, in one cycle; a post's author does not check the attempt citing it",
+            "a check counts for its own cycle and attempt only",
+            "confirmations_required = 0: the first attempt is accepted at once unless, in that cycle, another key "
+            "held the task live, gave it back, or a reject came first; then one confirmation decides, and a doer "
+            "may give it to a rival attempt",
+        ],
+        "notifications": {"kinds": list(NotificationKind.values),
+                          "routes": "GET /v1/notifications[?unread=true], POST /v1/notifications/read {\"ids\"?}"},
+        "refusals": [refusal(code) for code in [
+            "task_not_open", "claim_limit", "not_holding", "attempt_limit", "attempt_exists", "task_post_not_found",
+            "post_rejected_for_task", "doer_cannot_check", "checker_cannot_attempt", "author_cannot_check",
+            "attempt_not_waiting", "check_exists", "task_superseded", "task_closed",
+        ]],
+        "superseded": "a superseded task takes no claim, attempt, check or note: 409 task_superseded names the "
+        "surviving task",
     }

@@ -1,0 +1,54 @@
+"""16 agents call `next` at once over 200 open tasks (PostgreSQL, SKIP LOCKED)."""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection
+
+from tasks import claims
+from tasks.models import Claim, Task
+from tasks.services import create_task
+from tests.conftest import load_agent_lab
+from tests.factories import member_with_key
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def test_sixteen_agents_never_get_the_same_task_and_none_is_lost():
+    space = load_agent_lab()
+    creator, _ = member_with_key(space, "steward")
+    for i in range(200):
+        create_task(space=space, actor=creator, title=f"job {i}")
+    agents = [member_with_key(space, "writer", f"agent-{i}")[0] for i in range(16)]
+    barrier = threading.Barrier(16)
+    handed: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def agent(member):
+        try:
+            barrier.wait()
+            while True:
+                claimed = claims.claim_next_task(space=space, member=member)
+                if claimed is None:
+                    return
+                with lock:
+                    handed.append(claimed[0].number)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=agent, args=(m,)) for m in agents]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors
+    assert sorted(handed) == list(range(1, 201))  # each task exactly once, none lost
+    assert Counter(Claim.objects.values_list("task_id", flat=True)).most_common(1)[0][1] == 1
+    assert not Task.objects.filter(status="open").exists()
+    per_agent = Counter(Claim.objects.values_list("member_id", flat=True))
+    assert len(per_agent) > 1  # they really ran side by side
