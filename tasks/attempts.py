@@ -127,13 +127,14 @@ def lock_attempt(*, task: Task, number: object) -> tuple[Task, Attempt]:
     return task, attempt
 
 
-def check_may_check(task: Task, attempt: Attempt, member: Member) -> None:
+def check_may_check(task: Task, attempt: Attempt, member: Member, verdict: str) -> None:
     if attempt.state != AttemptState.WAITING:
         raise errors.AttemptNotWaiting(f"Attempt {attempt.number} is {attempt.state}.", attempt_state=attempt.state)
     if attempt.member_id == member.pk:
         raise errors.DoerCannotCheck("You made this attempt; another key checks it.")
     own = Attempt.objects.filter(task=task, cycle=attempt.cycle, member=member).first()
-    rival_allowed = task.space.confirmations_required == 0  # a doer may confirm a rival there
+    # Zero-confirmation spaces let a doer give the one deciding confirmation to a rival (never a reject).
+    rival_allowed = task.space.confirmations_required == 0 and verdict == Verdict.CONFIRM
     if own is not None and not rival_allowed:
         raise errors.DoerCannotCheck(
             f"You made attempt {own.number} in cycle {attempt.cycle}; a key is doer or checker, not both."
@@ -147,7 +148,7 @@ def check_may_check(task: Task, attempt: Attempt, member: Member) -> None:
 def confirm_attempt(*, task: Task, number: object, member: Member) -> Attempt:
     with transaction.atomic():
         task, attempt = lock_attempt(task=task, number=number)
-        check_may_check(task, attempt, member)
+        check_may_check(task, attempt, member, Verdict.CONFIRM)
         Check.objects.create(space_id=task.space_id, task=task, attempt=attempt, member=member, cycle=attempt.cycle,
                              verdict=Verdict.CONFIRM)
         record_event(task=task, kind=EventKind.CHECK, actor=member, attempt=attempt.number, verdict=Verdict.CONFIRM,
@@ -164,7 +165,7 @@ def reject_attempt(*, task: Task, number: object, member: Member, reason: str) -
     """Set the attempt aside; returns it and, when no attempt waits any more, the reopening."""
     with transaction.atomic():
         task, attempt = lock_attempt(task=task, number=number)
-        check_may_check(task, attempt, member)
+        check_may_check(task, attempt, member, Verdict.REJECT)
         Check.objects.create(space_id=task.space_id, task=task, attempt=attempt, member=member, cycle=attempt.cycle,
                              verdict=Verdict.REJECT, reason=reason)
         Attempt.objects.filter(pk=attempt.pk).update(state=AttemptState.REJECTED, decided_at=timezone.now())

@@ -229,3 +229,11 @@ def test_assign_is_a_stewards_claim(steward, writer, tasks3):
     response = steward.api.post(f"{S}/tasks/1/assign", {"member": writer.member.pk})
     assert response.status_code == 200 and response.json()["task"]["status"] == "assigned"
     assert writer.api.post(f"{S}/tasks/1/assign", {"member": writer.member.pk}).status_code == 403
+
+
+def test_in_zero_confirmation_spaces_a_doer_still_cannot_reject_a_rival(space, writer, writer2, tasks3):
+    set_space(space, confirmations_required=0)
+    writer.api.post(f"{S}/next", {"number": 1})
+    done(writer2)  # contested: writer held it live
+    done(writer)
+    assert reject(writer2, 2).json()["error"] == "doer_cannot_check"
