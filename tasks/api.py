@@ -10,11 +10,15 @@ from spaces.api.pagination import IdCursorPagination
 from spaces.api.problems import translate
 from spaces.api.views import SpaceView
 from spaces.models import Role
-from tasks import attempts, claims, selectors, services
+from spaces.errors import DomainError
+from tasks import attempts, claims, selectors, services, stewardship
+from tasks.errors import SurvivorInvalid
 from tasks.filters import TaskFilter
 from tasks.models import Notification, TaskStatus
 from tasks.serializers import (
     AssignSerializer,
+    CloseSerializer,
+    SupersedeSerializer,
     AttemptSerializer,
     ClaimSerializer,
     DoneSerializer,
@@ -254,3 +258,41 @@ class NotificationReadView(SpaceView):
         if ids is not None:
             items = items.filter(pk__in=ids)
         return Response({"marked_read": items.update(read_at=timezone.now())})
+
+
+class SupersedeView(SpaceView):
+    serializer_class = TaskSerializer
+    required_roles = {"POST": Role.STEWARD}
+
+    @extend_schema(request=SupersedeSerializer)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        data = self.validated(SupersedeSerializer)
+        task = selectors.get_task(space=self.space, number=number)
+        try:
+            survivor = selectors.get_task(space=self.space, number=data["surviving_task"])
+        except DomainError:
+            raise SurvivorInvalid(f"No task {data['surviving_task']} in this space to survive.") from None
+        task = stewardship.supersede_task(task=task, survivor=survivor, actor=self.member, reason=data["reason"])
+        return Response(TaskSerializer(task).data)
+
+
+class WithdrawView(SpaceView):
+    serializer_class = TaskSerializer
+    required_roles = {"POST": Role.WRITER}  # the creator may withdraw; the service checks who
+
+    @extend_schema(request=CloseSerializer)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        task = selectors.get_task(space=self.space, number=number)
+        task = stewardship.withdraw_task(task=task, actor=self.member, reason=self.validated(CloseSerializer)["reason"])
+        return Response(TaskSerializer(task).data)
+
+
+class RejectTaskView(SpaceView):
+    serializer_class = TaskSerializer
+    required_roles = {"POST": Role.STEWARD}
+
+    @extend_schema(request=CloseSerializer)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        task = selectors.get_task(space=self.space, number=number)
+        task = stewardship.reject_task(task=task, actor=self.member, reason=self.validated(CloseSerializer)["reason"])
+        return Response(TaskSerializer(task).data)

@@ -107,3 +107,24 @@ class CheckExists(DomainError):
     http_status = 409
     title = "Check exists"
     meaning = "You already checked this attempt; a key checks an attempt once."
+
+
+class SurvivorInvalid(DomainError):
+    code = "survivor_invalid"
+    http_status = 422
+    title = "Survivor not valid"
+    meaning = "The surviving task must be another live task of this space."
+
+
+class AlreadySuperseded(DomainError):
+    code = "already_superseded"
+    http_status = 409
+    title = "Already superseded"
+    meaning = "This task was superseded already; `surviving_task` names its survivor."
+
+
+class NotTaskCreator(DomainError):
+    code = "not_task_creator"
+    http_status = 403
+    title = "Not the creator"
+    meaning = "Only a steward or the task's creator may withdraw it."

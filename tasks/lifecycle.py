@@ -54,28 +54,30 @@ def recompute_status(task: Task) -> str:
     return status
 
 
-def release_occupancy(task: Task) -> None:
-    """SPEC §4.4: a task that stopped being live hands its key to the next live sibling, if any."""
-    occupancy = Occupancy.objects.select_for_update().filter(task=task).first()
-    if occupancy is None:
-        return
-    sibling = (
-        Task.objects.filter(
-            space_id=task.space_id,
-            conflict_kind=task.conflict_kind,
-            conflict_target=task.conflict_target,
-            delivery_mode=task.delivery_mode,
-            status__in=LIVE_STATUSES,
-        )
-        .exclude(pk=task.pk)
-        .order_by("number")
-        .first()
-    )
-    if sibling is None:
-        occupancy.delete()
-    else:
-        occupancy.task = sibling
-        occupancy.save(update_fields=["task"])
+def release_occupancy(task: Task, *, to: Task | None = None) -> None:
+    """SPEC §4.4: a task that stopped being live hands each key it occupies to ``to`` (a
+    superseding survivor), else to the key's next live task, lowest number first; a key
+    with no live task left is free again."""
+    for occupancy in Occupancy.objects.select_for_update().filter(task=task).order_by("pk"):
+        successor = to
+        if successor is None:
+            successor = (
+                Task.objects.filter(
+                    space_id=task.space_id,
+                    conflict_kind=occupancy.kind,
+                    conflict_target=occupancy.target,
+                    delivery_mode=occupancy.delivery_mode,
+                    status__in=LIVE_STATUSES,
+                )
+                .exclude(pk=task.pk)
+                .order_by("number")
+                .first()
+            )
+        if successor is None:
+            occupancy.delete()
+        else:
+            occupancy.task = successor
+            occupancy.save(update_fields=["task"])
 
 
 def check_task_usable(task: Task) -> None:

@@ -39,6 +39,10 @@ class Task(models.Model):
     received_seq = models.BigIntegerField()
     payload_sha256 = models.CharField(max_length=64)
     superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # Who closed the task (superseded, withdrawn, rejected), when and why; the history has the full story.
+    closed_by = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    closed_at = models.DateTimeField(null=True, blank=True)
+    close_reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -147,3 +147,12 @@ class NotificationSerializer(serializers.ModelSerializer):
 
 class MarkReadSerializer(serializers.Serializer):
     ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, max_length=1000)
+
+
+class SupersedeSerializer(serializers.Serializer):
+    surviving_task = serializers.IntegerField(min_value=1)
+    reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="allocation_duplicate")
+
+
+class CloseSerializer(serializers.Serializer):
+    reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="")

@@ -107,10 +107,10 @@ WITH numbered AS (
 ), task AS (
     INSERT INTO tasks_task (space_id, number, title, body, delivery_mode, work_item_id, conflict_kind,
                             conflict_target, status, cycle, creator_id, received_seq, payload_sha256,
-                            superseded_by_id, created_at, updated_at)
+                            superseded_by_id, closed_by_id, closed_at, close_reason, created_at, updated_at)
     SELECT %(space)s, task_counter, %(title)s, %(body)s, %(delivery_mode)s, %(work_item_id)s, %(kind)s,
            %(target)s, %(status)s, %(cycle)s, %(creator)s, %(received_seq)s, %(payload_sha256)s,
-           NULL, %(now)s, %(now)s
+           NULL, NULL, NULL, '', %(now)s, %(now)s
     FROM numbered
     RETURNING id, number
 ), occupancy AS (

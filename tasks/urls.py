@@ -16,6 +16,9 @@ urlpatterns = [
          name="attempt-confirm"),
     path("spaces/<slug:slug>/tasks/<str:number>/attempts/<str:attempt>/reject", api.RejectView.as_view(),
          name="attempt-reject"),
+    path("spaces/<slug:slug>/tasks/<str:number>/supersede", api.SupersedeView.as_view(), name="task-supersede"),
+    path("spaces/<slug:slug>/tasks/<str:number>/withdraw", api.WithdrawView.as_view(), name="task-withdraw"),
+    path("spaces/<slug:slug>/tasks/<str:number>/reject", api.RejectTaskView.as_view(), name="task-reject"),
     path("notifications", api.NotificationListView.as_view(), name="notifications"),
     path("notifications/read", api.NotificationReadView.as_view(), name="notifications-read"),
 ]

@@ -1,0 +1,78 @@
+"""Stewards recover duplicates and close work (SPEC §5): supersede, withdraw, reject.
+
+Each locks the task rows it changes (in pk order when there are two, so two supersedes
+crossing each other cannot deadlock), records an attributed history event, ends live
+claims and moves occupancy as SPEC §4.4 says.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from spaces.models import Member, Role
+from tasks import errors
+from tasks.claims import end_claims
+from tasks.lifecycle import check_task_live, live_claims, notify, release_occupancy
+from tasks.models import LIVE_STATUSES, ClaimEnd, EventKind, NotificationKind, Task, TaskStatus
+from tasks.services import record_event
+
+
+def lock_tasks(*tasks: Task) -> list[Task]:
+    ids = sorted({t.pk for t in tasks})
+    locked = {t.pk: t for t in Task.objects.select_for_update().select_related("space").filter(pk__in=ids).order_by("pk")}
+    return [locked[t.pk] for t in tasks]
+
+
+def close_task(task: Task, *, status: str, actor: Member | None, reason: str, survivor: Task | None = None) -> None:
+    holders = list(live_claims(task).values_list("member_id", flat=True))
+    end_claims(live_claims(task), ClaimEnd.SUPERSEDED if survivor else ClaimEnd.CLOSED)
+    task.status = status
+    task.superseded_by = survivor
+    task.closed_by = actor
+    task.closed_at = task.updated_at = timezone.now()
+    task.close_reason = reason
+    task.save(update_fields=["status", "superseded_by", "closed_by", "closed_at", "close_reason", "updated_at"])
+    release_occupancy(task, to=survivor)
+    if survivor is not None and holders:
+        notify(members=holders, kind=NotificationKind.TASK_SUPERSEDED, task=task, surviving_task=survivor.number)
+
+
+def supersede_task(*, task: Task, survivor: Task, actor: Member | None, reason: str) -> Task:
+    """Mark ``task`` a leftover duplicate of ``survivor`` (SPEC §5.1). Nothing is deleted."""
+    if survivor.space_id != task.space_id or survivor.pk == task.pk:
+        raise errors.SurvivorInvalid("The surviving task must be another task of this space.")
+    with transaction.atomic():
+        task, survivor = lock_tasks(task, survivor)
+        if task.status == TaskStatus.SUPERSEDED:
+            raise errors.AlreadySuperseded(
+                f"Task {task.number} was already superseded by task {task.superseded_by.number}.",
+                surviving_task={"id": task.superseded_by.number, "status": task.superseded_by.status},
+            )
+        check_task_live(task)
+        if survivor.status not in LIVE_STATUSES:
+            raise errors.SurvivorInvalid(f"Task {survivor.number} is {survivor.status}; the survivor must be live.")
+        close_task(task, status=TaskStatus.SUPERSEDED, actor=actor, reason=reason, survivor=survivor)
+        record_event(task=task, kind=EventKind.SUPERSEDED, actor=actor, surviving_task=survivor.number, reason=reason)
+    return task
+
+
+def withdraw_task(*, task: Task, actor: Member, reason: str = "") -> Task:
+    """The creator or a steward takes the task back: it will not be done."""
+    if actor.role != Role.STEWARD and task.creator_id != actor.pk:
+        raise errors.NotTaskCreator()
+    with transaction.atomic():
+        (task,) = lock_tasks(task)
+        check_task_live(task)
+        close_task(task, status=TaskStatus.WITHDRAWN, actor=actor, reason=reason)
+        record_event(task=task, kind=EventKind.WITHDRAWN, actor=actor, reason=reason)
+    return task
+
+
+def reject_task(*, task: Task, actor: Member | None, reason: str = "") -> Task:
+    """A steward rejects the task as not to be done."""
+    with transaction.atomic():
+        (task,) = lock_tasks(task)
+        check_task_live(task)
+        close_task(task, status=TaskStatus.REJECTED, actor=actor, reason=reason)
+        record_event(task=task, kind=EventKind.REJECTED, actor=actor, reason=reason)
+    return task
