@@ -159,9 +159,13 @@ def abandon_operation(*, operation: Operation) -> bool:
     )
 
 
-def expire_operations(*, dry_run: bool = False) -> int:
-    """Leases that ran out become ``unknown`` (retryable); returns how many."""
-    stale = Operation.objects.filter(state=OperationState.IN_PROGRESS, lease_expires_at__lte=timezone.now())
+def expire_operations(*, dry_run: bool = False, ids: list[int] | None = None) -> int:
+    """Leases that ran out become ``unknown`` (retryable); returns how many.
+
+    With ``ids`` (the admin's *Expire now*), those in-progress operations end their lease at once.
+    """
+    stale = Operation.objects.filter(state=OperationState.IN_PROGRESS)
+    stale = stale.filter(lease_expires_at__lte=timezone.now()) if ids is None else stale.filter(pk__in=ids)
     if dry_run:
         return stale.count()
     return stale.update(state=OperationState.UNKNOWN, revision=F("revision") + 1, updated_at=timezone.now())

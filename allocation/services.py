@@ -249,9 +249,13 @@ def release_reservation(reservation: Reservation) -> None:
     Reservation.objects.filter(pk=reservation.pk, received_seq=reservation.received_seq).delete()
 
 
-def expire_reservations(*, now: datetime | None = None, dry_run: bool = False) -> int:
-    """Delete reservations past their window (crashed processes'); returns how many."""
-    stale = Reservation.objects.filter(expires_at__lte=now or timezone.now())
+def expire_reservations(*, now: datetime | None = None, dry_run: bool = False, ids: list[int] | None = None) -> int:
+    """Delete reservations past their window (crashed processes'); returns how many.
+
+    With ``ids`` (the admin's *Expire now*), those reservations go whatever their expiry.
+    """
+    stale = Reservation.objects.filter(expires_at__lte=now or timezone.now()) if ids is None else (
+        Reservation.objects.filter(pk__in=ids))
     if dry_run:
         return stale.count()
     return stale.delete()[0]

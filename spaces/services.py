@@ -309,3 +309,11 @@ def withhold_post(*, post: Post, actor: Member) -> Post:
     Post.objects.filter(pk=post.pk, withheld_at=None).update(withheld_at=timezone.now(), withheld_by=actor)
     post.refresh_from_db()
     return post
+
+
+def steward_for_admin_user(*, space: Space, username: str) -> Member:
+    """The member a Django admin user acts as in ``space``, so admin actions are attributed
+    in history like any steward's (created on first use)."""
+    name = f"admin:{username}"[:100]
+    member, _ = Member.objects.get_or_create(space=space, name=name, defaults={"role": Role.STEWARD})
+    return member

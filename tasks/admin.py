@@ -1,0 +1,146 @@
+"""The stewards' task pages (SPEC §5.3): filters, full history, the work done on a task,
+and the actions Supersede…, Withdraw, Reject and Hold slot, all through the services."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.template.response import TemplateResponse
+
+from allocation import services as allocation
+from spaces.errors import DomainError
+from spaces.services import steward_for_admin_user
+from tasks import errors, stewardship
+from tasks.models import Attempt, Check, Claim, Note, Task, TaskEvent, TaskStatus
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class TaskEventInline(ReadOnlyInline):
+    model = TaskEvent
+    fields = readonly_fields = ["created_at", "kind", "actor", "details"]
+    verbose_name_plural = "history"
+
+
+class ClaimInline(ReadOnlyInline):
+    model = Claim
+    fields = readonly_fields = ["member", "cycle", "origin", "created_at", "expires_at", "ended_at", "end_reason"]
+
+
+class AttemptInline(ReadOnlyInline):
+    model = Attempt
+    fields = readonly_fields = ["number", "cycle", "member", "post", "state", "created_at", "decided_at"]
+
+
+class CheckInline(ReadOnlyInline):
+    model = Check
+    fields = readonly_fields = ["attempt", "member", "cycle", "verdict", "reason", "created_at"]
+
+
+class NoteInline(ReadOnlyInline):
+    model = Note
+    fields = readonly_fields = ["author", "criterion", "body", "created_at"]
+
+
+class SupersededFilter(admin.SimpleListFilter):
+    """Lists hide superseded tasks unless asked, as the API does."""
+
+    title = "superseded"
+    parameter_name = "superseded"
+
+    def lookups(self, request, model_admin):
+        return [("include", "Include superseded"), ("only", "Only superseded")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "only":
+            return queryset.filter(status=TaskStatus.SUPERSEDED)
+        if self.value() == "include" or request.GET.get("status__exact") == TaskStatus.SUPERSEDED:
+            return queryset
+        return queryset.exclude(status=TaskStatus.SUPERSEDED)
+
+
+class SupersedeForm(forms.Form):
+    surviving_task = forms.IntegerField(min_value=1, label="Surviving task number",
+                                        help_text="The live task in the same space that stays.")
+    reason = forms.CharField(max_length=500, initial="allocation_duplicate")
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["number", "title", "status", "work_item_id", "delivery_mode", "space", "cycle", "created_at"]
+    list_display_links = ["number", "title"]
+    list_filter = [SupersededFilter, "status", "delivery_mode", "space", "work_item_id"]
+    search_fields = ["title", "conflict_target"]
+    ordering = ["space", "number"]
+    inlines = [TaskEventInline, ClaimInline, AttemptInline, CheckInline, NoteInline]
+    actions = ["supersede", "withdraw", "reject", "hold_slot"]
+    readonly_fields = [f.name for f in Task._meta.concrete_fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # tasks are created by agents through the allocation service
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # nothing is deleted: supersede, withdraw or reject instead
+
+    def actor(self, request, task: Task):
+        return steward_for_admin_user(space=task.space, username=request.user.get_username())
+
+    def run(self, request, queryset, verb: str, action) -> None:
+        done = 0
+        for task in queryset.select_related("space"):
+            try:
+                action(task)
+                done += 1
+            except DomainError as error:
+                messages.error(request, f"Task {task.number}: {error.detail}")
+        if done:
+            messages.success(request, f"{verb} {done} task(s).")
+
+    @admin.action(description="Supersede… (choose the survivor)")
+    def supersede(self, request, queryset):
+        form = SupersedeForm(request.POST if "apply" in request.POST else None)
+        if form.is_valid():
+            number = form.cleaned_data["surviving_task"]
+
+            def supersede_one(task: Task) -> None:
+                survivor = Task.objects.filter(space=task.space, number=number).first()
+                if survivor is None:
+                    raise errors.SurvivorInvalid(f"No task {number} in space {task.space.slug}.")
+                stewardship.supersede_task(task=task, survivor=survivor, actor=self.actor(request, task),
+                                           reason=form.cleaned_data["reason"])
+
+            self.run(request, queryset, "Superseded", supersede_one)
+            return None
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
+                   "tasks": queryset, "title": "Supersede leftover duplicates",
+                   "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME}
+        return TemplateResponse(request, "admin/tasks/supersede.html", context)
+
+    @admin.action(description="Withdraw")
+    def withdraw(self, request, queryset) -> None:
+        self.run(request, queryset, "Withdrew",
+                 lambda task: stewardship.withdraw_task(task=task, actor=self.actor(request, task), reason="admin"))
+
+    @admin.action(description="Reject (not to be done)")
+    def reject(self, request, queryset) -> None:
+        self.run(request, queryset, "Rejected",
+                 lambda task: stewardship.reject_task(task=task, actor=self.actor(request, task), reason="admin"))
+
+    @admin.action(description="Hold the slot of these tasks")
+    def hold_slot(self, request, queryset) -> None:
+        def hold(task: Task) -> None:
+            if not task.work_item_id:
+                raise allocation.errors.InvalidWorkItemId(f"Task {task.number} is not bound to a catalog slot.")
+            allocation.hold_slot(space=task.space, work_item_id=task.work_item_id, actor=self.actor(request, task),
+                                 reason=f"held from task {task.number}")
+
+        self.run(request, queryset, "Held the slot of", hold)

@@ -1,0 +1,163 @@
+"""The stewards' admin pages and actions, through Django's test client (SPEC §5.3)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from allocation.models import Occupancy, Operation, Reservation, SlotHold
+from allocation.conflict_keys import ConflictKey
+from allocation.services import reserve
+from spaces.models import ApiKey, CharterItem, Member
+from spaces.services import authenticate_key
+from tasks.models import Task
+from tasks.services import create_task
+
+
+@pytest.fixture
+def admin_client(db) -> Client:
+    User.objects.create_superuser("ada", "ada@example.com", "pw")
+    client = Client()
+    client.login(username="ada", password="pw")
+    return client
+
+
+def action(client, model: str, name: str, ids, **extra):
+    data = {"action": name, "_selected_action": [str(i) for i in ids], **extra}
+    return client.post(f"/admin/{model}/", data, follow=True)
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_every_page_renders(admin_client, space, steward):
+    task = create_task(space=space, actor=steward.member, title="Retry policy")
+    for url in ["/admin/", "/admin/spaces/space/", f"/admin/spaces/space/{space.pk}/change/", "/admin/spaces/member/",
+                f"/admin/spaces/member/{steward.member.pk}/change/", "/admin/spaces/apikey/", "/admin/spaces/post/",
+                "/admin/tasks/task/", f"/admin/tasks/task/{task.pk}/change/", "/admin/allocation/reservation/",
+                "/admin/allocation/occupancy/", "/admin/allocation/operation/", "/admin/allocation/slothold/",
+                f"/admin/spaces/space/{space.pk}/bind/"]:
+        assert admin_client.get(url).status_code == 200, url
+
+
+def test_bind_preview_shows_fractions_decision_and_key(admin_client, space):
+    response = admin_client.get(f"/admin/spaces/space/{space.pk}/bind/", {"title": "T2 — Retry & backoff policy for tool calls",
+                                                                          "delivery_mode": "result"})
+    html = response.content.decode()
+    assert "Binds to <strong>T3</strong>" in html and "5/9" in html and "1/13" in html
+    assert "task:agent-lab:slot:T3" in html
+
+
+def test_the_task_page_shows_the_full_history(admin_client, space, steward):
+    task = create_task(space=space, actor=steward.member, title="Retry policy")
+    html = admin_client.get(f"/admin/tasks/task/{task.pk}/change/").content.decode()
+    assert "history" in html.lower() and "created" in html
+
+
+def test_supersede_through_the_intermediate_form(admin_client, space, steward):
+    keep = create_task(space=space, actor=steward.member, title="Retry policy")
+    dup = create_task(space=space, actor=steward.member, title="Retry policy", delivery_mode="review")
+    form = action(admin_client, "tasks/task", "supersede", [dup.pk])
+    assert "Surviving task number" in form.content.decode()
+    done = action(admin_client, "tasks/task", "supersede", [dup.pk], apply="1", surviving_task=keep.number,
+                  reason="allocation_duplicate")
+    dup.refresh_from_db()
+    assert dup.status == "superseded" and dup.superseded_by == keep
+    assert dup.closed_by.name == "admin:ada" and dup.events.last().actor.name == "admin:ada"
+    assert any("Superseded 1" in m for m in messages_of(done))
+    listed = admin_client.get("/admin/tasks/task/").content.decode()
+    assert f"/admin/tasks/task/{keep.pk}/change/" in listed and f"/admin/tasks/task/{dup.pk}/change/" not in listed
+    assert f"/admin/tasks/task/{dup.pk}/change/" in admin_client.get("/admin/tasks/task/?superseded=include").content.decode()
+
+
+def test_refusals_are_messages_not_errors(admin_client, space, steward):
+    task = create_task(space=space, actor=steward.member, title="Retry policy")
+    response = action(admin_client, "tasks/task", "supersede", [task.pk], apply="1", surviving_task=task.number,
+                      reason="x")
+    assert response.status_code == 200
+    assert any("another task" in m for m in messages_of(response))
+    assert Task.objects.get(pk=task.pk).status == "open"
+
+
+def test_withdraw_reject_and_hold(admin_client, space, steward):
+    a = create_task(space=space, actor=steward.member, title="Retry policy")
+    b = create_task(space=space, actor=steward.member, title="Write the onboarding guide")
+    c = create_task(space=space, actor=steward.member, title="Benchmark harness for code-review agents")
+    action(admin_client, "tasks/task", "withdraw", [a.pk])
+    action(admin_client, "tasks/task", "reject", [b.pk])
+    held = action(admin_client, "tasks/task", "hold_slot", [c.pk, a.pk])
+    assert Task.objects.get(pk=a.pk).status == "withdrawn" and Task.objects.get(pk=b.pk).status == "rejected"
+    assert list(SlotHold.objects.values_list("work_item_id", flat=True)) == ["T1"]
+    assert any("not bound" in m for m in messages_of(held))
+    assert not Occupancy.objects.filter(task__in=[a, b]).exists()
+
+
+def test_catalog_inline_edits_aliases_one_per_line_and_bumps_the_version(admin_client, space):
+    item = CharterItem.objects.get(space=space, work_item_id="T1")
+    version = space.catalog_version
+    data = {
+        "slug": space.slug, "name": space.name, "task_claim_hours": 4, "confirmations_required": 1,
+        "allocation_window_seconds": 15, "max_claims_per_task": 3, "max_attempts_per_cycle": 5,
+        "charter_items-TOTAL_FORMS": "4", "charter_items-INITIAL_FORMS": "3", "charter_items-MIN_NUM_FORMS": "0",
+        "charter_items-MAX_NUM_FORMS": "1000",
+    }
+    for i, row in enumerate(CharterItem.objects.filter(space=space).order_by("position")):
+        data.update({f"charter_items-{i}-id": row.pk, f"charter_items-{i}-space": space.pk,
+                     f"charter_items-{i}-work_item_id": row.work_item_id,
+                     f"charter_items-{i}-canonical_title": row.canonical_title,
+                     f"charter_items-{i}-aliases": "\n".join(row.aliases)})
+    data["charter_items-0-aliases"] = "review agent benchmark\n\n  agent eval harness  \n"
+    data.update({"charter_items-3-space": space.pk, "charter_items-3-work_item_id": "t04",
+                 "charter_items-3-canonical_title": "Onboarding guide", "charter_items-3-aliases": "docs"})
+    response = admin_client.post(f"/admin/spaces/space/{space.pk}/change/", data, follow=True)
+    assert response.status_code == 200
+    item.refresh_from_db()
+    assert item.aliases == ["review agent benchmark", "agent eval harness"]
+    assert CharterItem.objects.get(space=space, work_item_id="T4").aliases == ["docs"]
+    space.refresh_from_db()
+    assert space.catalog_version > version
+
+
+def test_catalog_inline_rejects_bad_ids(admin_client, space):
+    data = {
+        "slug": space.slug, "name": space.name, "task_claim_hours": 4, "confirmations_required": 1,
+        "allocation_window_seconds": 15, "max_claims_per_task": 3, "max_attempts_per_cycle": 5,
+        "charter_items-TOTAL_FORMS": "1", "charter_items-INITIAL_FORMS": "0", "charter_items-MIN_NUM_FORMS": "0",
+        "charter_items-MAX_NUM_FORMS": "1000", "charter_items-0-space": space.pk,
+        "charter_items-0-work_item_id": "X9", "charter_items-0-canonical_title": "x", "charter_items-0-aliases": "",
+    }
+    response = admin_client.post(f"/admin/spaces/space/{space.pk}/change/", data)
+    assert response.status_code == 200 and "T followed by digits" in response.content.decode()
+
+
+def test_issue_a_key_shown_once_and_revoke(admin_client, space, writer):
+    response = action(admin_client, "spaces/member", "issue_key", [writer.member.pk])
+    raw = re.search(r"<code>(sk_[a-z0-9]+_[0-9a-f]+)</code>", " ".join(messages_of(response))).group(1)
+    assert authenticate_key(raw).member == writer.member
+    action(admin_client, "spaces/member", "revoke_keys", [writer.member.pk])
+    assert authenticate_key(raw) is None
+    assert not [k for k in ApiKey.objects.filter(member=writer.member) if k.is_live()]
+
+
+def test_role_change_in_the_admin_goes_through_the_service(admin_client, space, writer):
+    generation = writer.member.api_keys.get().generation
+    admin_client.post(f"/admin/spaces/member/{writer.member.pk}/change/", {
+        "space": space.pk, "name": writer.member.name, "role": "reader", "created_at_0": "2026-01-01",
+        "created_at_1": "00:00:00", "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0",
+        "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000"})
+    assert Member.objects.get(pk=writer.member.pk).role == "reader"
+    assert writer.member.api_keys.get().generation == generation + 1
+
+
+def test_expire_now_on_reservations_and_operations(admin_client, space, writer):
+    r = reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:x", "result"), member=writer.member,
+                received_seq=1, payload_sha256="x")
+    action(admin_client, "allocation/reservation", "expire_now", [r.pk])
+    assert not Reservation.objects.exists()
+    writer.api.post("/v1/spaces/agent-lab/posts", {"body": "x"}, headers={"Idempotency-Key": "k"})
+    Operation.objects.update(state="in_progress")
+    action(admin_client, "allocation/operation", "expire_now", list(Operation.objects.values_list("pk", flat=True)))
+    assert Operation.objects.get().state == "unknown"
