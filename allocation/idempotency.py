@@ -1,10 +1,8 @@
-"""Idempotent operations (SPEC §7.1) and their settlement (§7.2).
+"""Idempotent HTTP operations (SPEC §7.1).
 
-``begin_operation`` is the first touch: it stores the immutable tuple, or checks a
-later touch against it and decides replay / refuse / run again under a new lease.
-``settle_operation`` is the only code that moves an operation to a settled state: a
-compare-and-set whose predicate covers the whole tuple, the lease epoch (the fencing
-token of the attempt that reports) and the revision.
+``begin_operation`` is the first touch: it stores the immutable tuple, or checks a later
+touch against it and decides replay / refuse / run again under a new lease. Every change
+after the first touch goes through ``allocation.settlement.observe``.
 """
 from __future__ import annotations
 
@@ -15,13 +13,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from allocation import errors
 from allocation.db import insert_unless_conflict
-from allocation.models import Operation, OperationState
+from allocation.models import ObservationKind, ObservationVerdict, Operation, OperationState
+from allocation.settlement import Report, observe
 from spaces.models import ApiKey
 
 TRANSIENT_CODES = frozenset({"conflict_key_reserved"})
@@ -88,29 +85,20 @@ def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path:
         if operation.state == OperationState.COMPLETED:
             return Begun(operation, replay=True)  # completed is final: no lock needed to replay it
 
-    with transaction.atomic():
-        operation = Operation.objects.select_for_update().get(**scope)
-        check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
-        if operation.state == OperationState.COMPLETED:
-            return Begun(operation, replay=True)
-        lease_live = operation.lease_expires_at is not None and operation.lease_expires_at > now
-        if operation.state == OperationState.IN_PROGRESS and lease_live:
-            wait = retry_after_ms(operation)
-            raise errors.IdempotencyInProgress(
-                f"The first request with this Idempotency-Key is still running; retry in {wait} ms.",
-                retry_after_ms=wait,
-                headers={"Retry-After": str(max(1, wait // 1000))},
-            )
-        # Unknown, or a lease that expired: run again under a new lease and a new fencing token.
-        Operation.objects.filter(pk=operation.pk).update(
-            state=OperationState.IN_PROGRESS,
-            lease_epoch=F("lease_epoch") + 1,
-            lease_expires_at=lease_until,
-            revision=F("revision") + 1,
-            updated_at=now,
+    operation = Operation.objects.get(**scope)
+    check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+    # Unknown, or a lease that expired: ask settlement for a new lease and fencing token.
+    settled = observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.LEASE))
+    if settled.operation.state == OperationState.COMPLETED:
+        return Begun(settled.operation, replay=True)
+    if settled.verdict == ObservationVerdict.REFUSED:
+        wait = retry_after_ms(settled.operation)
+        raise errors.IdempotencyInProgress(
+            f"The first request with this Idempotency-Key is still running; retry in {wait} ms.",
+            retry_after_ms=wait,
+            headers={"Retry-After": str(max(1, wait // 1000))},
         )
-        operation.refresh_from_db()
-    return Begun(operation, replay=False)
+    return Begun(settled.operation, replay=False)
 
 
 def is_transient(status: int, body: Any) -> bool:
@@ -121,54 +109,39 @@ def is_transient(status: int, body: Any) -> bool:
 
 
 def settle_operation(*, operation: Operation, status: int, body: Any, headers: dict[str, str]) -> bool:
-    """Record the outcome the attempt holding ``operation.lease_epoch`` observed.
+    """Report what the attempt holding ``operation.lease_epoch`` observed; True if it settled.
 
-    Returns False when the compare-and-set lost: another attempt holds a newer lease or
-    the record already settled. A completed record is never overwritten (first commit
-    wins), and a transient outcome only drops the lease so a retry can run.
+    A transient outcome only ends the lease, so a retry can run; anything else completes
+    the operation with the response to replay.
     """
-    now = timezone.now()
-    matching = Operation.objects.filter(
-        pk=operation.pk,
-        key=operation.key,
-        fingerprint=operation.fingerprint,
-        binding_generation=operation.binding_generation,
-        lease_epoch=operation.lease_epoch,
-        state=OperationState.IN_PROGRESS,
-    )
-    if is_transient(status, body):
-        changes = dict(state=OperationState.UNKNOWN, lease_expires_at=None)
-    else:
-        changes = dict(
-            state=OperationState.COMPLETED,
-            response_status=status,
-            response_body=body,
-            response_headers=headers,
-            completed_at=now,
-            lease_expires_at=None,
-        )
-    return matching.update(**changes, revision=F("revision") + 1, updated_at=now) == 1
+    kind = ObservationKind.TRANSIENT if is_transient(status, body) else ObservationKind.SUCCESS
+    settled = observe(operation=operation, report=Report.for_attempt(operation, kind, status=status, body=body,
+                                                                      headers=headers))
+    return settled.verdict == ObservationVerdict.APPLIED
 
 
 def abandon_operation(*, operation: Operation) -> bool:
     """The attempt crashed: the operation becomes unknown and retryable at once."""
-    return (
-        Operation.objects.filter(pk=operation.pk, lease_epoch=operation.lease_epoch, state=OperationState.IN_PROGRESS)
-        .update(state=OperationState.UNKNOWN, lease_expires_at=None, revision=F("revision") + 1, updated_at=timezone.now())
-        == 1
-    )
+    settled = observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.TRANSPORT_ERROR))
+    return settled.verdict == ObservationVerdict.APPLIED
 
 
 def expire_operations(*, dry_run: bool = False, ids: list[int] | None = None) -> int:
     """Leases that ran out become ``unknown`` (retryable); returns how many.
 
-    With ``ids`` (the admin's *Expire now*), those in-progress operations end their lease at once.
+    With ``ids`` (the admin's *Expire now*), those in-progress operations end their lease
+    at once. Each goes through settlement with the epoch it had, so a run racing another
+    (or a new lease) changes each operation at most once and never ends a newer lease.
     """
     stale = Operation.objects.filter(state=OperationState.IN_PROGRESS)
     stale = stale.filter(lease_expires_at__lte=timezone.now()) if ids is None else stale.filter(pk__in=ids)
     if dry_run:
         return stale.count()
-    return stale.update(state=OperationState.UNKNOWN, revision=F("revision") + 1, updated_at=timezone.now())
+    expired = 0
+    for operation in stale.order_by("pk").iterator():
+        report = Report.for_attempt(operation, ObservationKind.LEASE_EXPIRED)
+        expired += observe(operation=operation, report=report).verdict == ObservationVerdict.APPLIED
+    return expired
 
 
 def purge_operations(*, dry_run: bool = False) -> int:
@@ -177,4 +150,4 @@ def purge_operations(*, dry_run: bool = False) -> int:
     old = Operation.objects.filter(created_at__lt=cutoff).exclude(state=OperationState.IN_PROGRESS)
     if dry_run:
         return old.count()
-    return old.delete()[0]
+    return old.delete()[1].get(Operation._meta.label, 0)  # operations, not their cascaded observations

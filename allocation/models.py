@@ -33,7 +33,9 @@ class Reservation(models.Model):
     payload_sha256 = models.CharField(max_length=64)
     member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="+")
     # The idempotent operation that made it, so that operation's retry can take it over.
-    operation = models.ForeignKey("allocation.Operation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    operation = models.ForeignKey(
+        "allocation.Operation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
 
@@ -147,3 +149,43 @@ class Operation(models.Model):
 
     def __str__(self) -> str:
         return f"operation {self.key} ({self.state})"
+
+
+class ObservationKind(models.TextChoices):
+    LEASE = "lease"  # an attempt asks to run: a new lease and fencing token
+    IN_PROGRESS = "in_progress"  # a heartbeat from the running attempt
+    SUCCESS = "success"  # a terminal outcome with the response to replay
+    TRANSIENT = "transient"  # an outcome a retry may change (409 reserved, 429, 5xx, worker error)
+    TIMEOUT = "timeout"
+    LEASE_EXPIRED = "lease_expired"
+    TRANSPORT_ERROR = "transport_error"
+
+
+class ObservationVerdict(models.TextChoices):
+    APPLIED = "applied"  # it changed the operation
+    RECORDED = "recorded"  # kept, changed nothing (e.g. a timeout after completion)
+    QUARANTINED = "quarantined"  # its tuple (or fencing token) did not match: set aside
+    CONFLICT = "conflict"  # a second matching terminal: the first commit won
+    REFUSED = "refused"  # a lease asked for while another attempt holds a live one
+
+
+class OperationObservation(models.Model):
+    """One report about an operation, kept apart from it (SPEC §7.2): observations never
+    overwrite the operation themselves; ``allocation.settlement.observe`` decides."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    operation = models.ForeignKey(Operation, on_delete=models.CASCADE, related_name="observations")
+    kind = models.CharField(max_length=16, choices=ObservationKind.choices)
+    # The tuple and fencing token the report carries, as committed by the server for its attempt.
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    binding_generation = models.PositiveIntegerField()
+    lease_epoch = models.PositiveIntegerField(null=True, blank=True)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    verdict = models.CharField(max_length=16, choices=ObservationVerdict.choices, blank=True)
+    warned = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["operation", "created_at"], name="observation_operation_time")]
