@@ -46,3 +46,36 @@ def allocation_section() -> dict:
         "superseded tasks free it",
         "idempotency": "send Idempotency-Key on a POST: a retry returns the first answer (Idempotent-Replayed: true)",
     }
+
+
+@register_section("settlement")
+def settlement_section() -> dict:
+    from django.conf import settings
+
+    from allocation.settlement import WARNINGS_PER_RECORD_PER_DAY
+
+    return {
+        "summary": "Every POST may carry an Idempotency-Key: the first touch stores (key, request fingerprint, "
+        "key generation); retries replay the first answer or run again only when the outcome was transient.",
+        "idempotency": [
+            "same key and request, completed: the stored status and body again, with Idempotent-Replayed: true",
+            "same key, another method, path or body: 422 idempotency_key_reused",
+            "same key after the API key was rotated or the role changed: 409 idempotency_binding_mismatch",
+            "same key while the first request runs: 409 idempotency_in_progress with retry_after_ms",
+            "same key after a transient outcome (409 conflict_key_reserved, 429, 5xx) or an expired lease: runs again",
+        ],
+        "lease_seconds": settings.SPACES_OPERATION_LEASE_SECONDS,
+        "retention_hours": settings.SPACES_OPERATION_RETENTION_HOURS,
+        "settlement": [
+            "reports are stored apart and never overwrite the record; one settlement function decides",
+            "a report whose tuple or fencing token (lease epoch) does not match is quarantined",
+            "unknown < in_progress (only under a live lease); after a lease expires a late in_progress does not "
+            "resurrect the operation",
+            "a matching success dominates unknown in either order; between two matching terminals the first wins",
+            f"tuple_mismatch_quarantined warnings: one per (fingerprint, generation) pair a record, at most "
+            f"{WARNINGS_PER_RECORD_PER_DAY} a record per 24 hours",
+        ],
+        "exports": "POST …/exports (steward) answers 202; a worker writes the export and settles it; "
+        "POST …/exports/{id}/share works only once it completed (else 409 export_not_completed); "
+        "GET /v1/shares/{token} serves it without a key",
+    }

@@ -1,7 +1,10 @@
 """Task routes: list, create, window, one task, history, notes (SPEC §3.1, §4)."""
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.views import APIView
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,7 +14,7 @@ from spaces.api.problems import translate
 from spaces.api.views import SpaceView
 from spaces.models import Role
 from spaces.errors import DomainError
-from tasks import attempts, claims, selectors, services, stewardship
+from tasks import attempts, claims, exports, selectors, services, stewardship
 from tasks.errors import SurvivorInvalid
 from tasks.filters import TaskFilter
 from tasks.models import Notification, TaskStatus
@@ -296,3 +299,50 @@ class RejectTaskView(SpaceView):
         task = selectors.get_task(space=self.space, number=number)
         task = stewardship.reject_task(task=task, actor=self.member, reason=self.validated(CloseSerializer)["reason"])
         return Response(TaskSerializer(task).data)
+
+
+class ExportListView(SpaceView):
+    required_roles = {"POST": Role.STEWARD}
+
+    @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
+    def post(self, request: Request, slug: str) -> Response:
+        export = exports.request_export(space=self.space, actor=self.member, api_key=request.auth)
+        return Response(exports.export_state(export), status=status.HTTP_202_ACCEPTED)
+
+
+def get_export(space, export_id):
+    from spaces.errors import NotFound
+    from spaces.selectors import as_int
+    from tasks.models import Export
+
+    export = Export.objects.filter(space=space, pk=as_int(export_id)).first()
+    if export is None:
+        raise NotFound(f"No export {export_id} in this space.")
+    return export
+
+
+class ExportDetailView(SpaceView):
+    required_roles = {"GET": Role.STEWARD}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, slug: str, export_id: str) -> Response:
+        return Response(exports.export_state(get_export(self.space, export_id)))
+
+
+class ExportShareView(SpaceView):
+    required_roles = {"POST": Role.STEWARD}
+
+    @extend_schema(request=None, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request, slug: str, export_id: str) -> Response:
+        token = exports.share_export(export=get_export(self.space, export_id))
+        return Response({"token": token, "url": request.build_absolute_uri(f"/v1/shares/{token}")},
+                        status=status.HTTP_201_CREATED)
+
+
+class SharedExportView(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, token: str) -> Response:
+        return Response(exports.shared_export(token=token))

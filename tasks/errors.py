@@ -128,3 +128,10 @@ class NotTaskCreator(DomainError):
     http_status = 403
     title = "Not the creator"
     meaning = "Only a steward or the task's creator may withdraw it."
+
+
+class ExportNotCompleted(DomainError):
+    code = "export_not_completed"
+    http_status = 409
+    title = "Export not completed"
+    meaning = "The export has not completed under the tuple it was reserved with; poll it and share once completed."

@@ -1,6 +1,7 @@
 """Tasks, their history and review notes (SPEC §4, §5, §8)."""
 from __future__ import annotations
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -240,3 +241,37 @@ class Notification(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["member", "id"], name="notification_member_id")]
+
+
+class Export(models.Model):
+    """A steward's export of a space (SPEC §7.3), settled through its own operation."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    requested_by = models.ForeignKey("spaces.Member", null=True, on_delete=models.SET_NULL, related_name="+")
+    operation = models.OneToOneField("allocation.Operation", on_delete=models.PROTECT, related_name="export")
+    # The tuple the export was reserved with; a share opens only for a completion under it.
+    reserved_fingerprint = models.CharField(max_length=64)
+    reserved_generation = models.PositiveIntegerField()
+    share_token = models.CharField(max_length=64, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["share_token"], name="export_unique_share_token",
+                                    condition=Q(share_token__isnull=False)),
+        ]
+
+
+class ExportResult(models.Model):
+    """What one attempt (lease epoch) of an export wrote; settlement names the one that counts."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    export = models.ForeignKey(Export, on_delete=models.CASCADE, related_name="results")
+    lease_epoch = models.PositiveIntegerField()
+    data = models.JSONField(encoder=DjangoJSONEncoder)  # timestamps as ISO 8601
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "export", "lease_epoch"], name="export_result_one_per_epoch"),
+        ]

@@ -1,0 +1,35 @@
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from allocation.idempotency import expire_operations, purge_operations
+from allocation.services import expire_reservations
+from tasks.claims import expire_claims
+
+
+class Command(BaseCommand):
+    help = (
+        "Every expiry in one go: reservations, claims, operation leases, then purge old operations. "
+        "Safe to run from several places at once: each item is changed by one compare-and-set, so a second "
+        "run changes nothing."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--every", type=float, metavar="SECONDS", help="Loop, sweeping every SECONDS")
+        parser.add_argument("--dry-run", action="store_true", help="Count, change nothing")
+
+    def handle(self, *args, every: float | None, dry_run: bool, **options):
+        if every is not None and every <= 0:
+            raise CommandError("--every takes a positive number of seconds")
+        while True:
+            counts = {
+                "reservations": expire_reservations(dry_run=dry_run),
+                "claims": expire_claims(dry_run=dry_run),
+                "operation leases": expire_operations(dry_run=dry_run),
+                "old operations": purge_operations(dry_run=dry_run),
+            }
+            verb = "Would sweep" if dry_run else "Swept"
+            self.stdout.write(f"{verb}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")
+            if every is None:
+                return
+            time.sleep(every)
