@@ -165,12 +165,12 @@ class NextView(SpaceView):
         if "number" in data:
             task, claim = claims.claim_task(space=self.space, member=self.member, number=data["number"],
                                             join=data["join"])
+            task.refresh_from_db()
         else:
             claimed = claims.claim_next_task(space=self.space, member=self.member)
             if claimed is None:
                 return Response({"task": None})
             task, claim = claimed
-        task.refresh_from_db()
         return Response({"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data})
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from spaces.models import Member, Space
@@ -55,18 +55,61 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
     return claim
 
 
+# Plain `next` on PostgreSQL as one statement: pick the lowest open task with SKIP LOCKED,
+# mark it claimed, insert the claim and its event. An open task has no live claim and no
+# waiting attempt, so "claimed" is exactly what recompute_status would say.
+CLAIM_NEXT_SQL = """
+WITH picked AS (
+    SELECT id FROM tasks_task WHERE space_id = %(space)s AND status = 'open'
+    ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE tasks_task AS t SET status = 'claimed', updated_at = %(now)s FROM picked WHERE t.id = picked.id
+    RETURNING t.id, t.cycle
+), claim AS (
+    INSERT INTO tasks_claim (space_id, task_id, member_id, cycle, origin, created_at, expires_at, ended_at, end_reason)
+    SELECT %(space)s, id, %(member)s, cycle, 'next', %(now)s, %(expires)s, NULL, '' FROM claimed
+    RETURNING id, task_id, cycle
+), event AS (
+    INSERT INTO tasks_taskevent (space_id, task_id, kind, actor_id, details, created_at)
+    SELECT %(space)s, task_id, 'claimed', %(member)s,
+           jsonb_build_object('member', %(member)s, 'claim', id, 'expires_at', %(expires_iso)s::text, 'cycle', cycle),
+           %(now)s
+    FROM claim
+)
+SELECT id, task_id, cycle FROM claim
+"""
+
+
 def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | None:
-    """The lowest-numbered open task the caller may take, claimed; None when there is none."""
+    """The lowest-numbered open task, claimed for the caller; None when there is none.
+
+    SKIP LOCKED passes over rows another transaction is claiming right now instead of
+    queueing behind it, and the partial index task_open_by_number keeps the search small
+    however many tasks have finished.
+    """
+    now = timezone.now()
+    expires_at = claim_expiry(space, now)
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute(CLAIM_NEXT_SQL, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
+                                            "expires_iso": expires_at.isoformat()})
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        claim_id, task_id, cycle = row
+        task = Task.objects.select_related("space", "creator", "superseded_by").get(pk=task_id)
+        claim = Claim(pk=claim_id, space_id=space.pk, task=task, member=member, cycle=cycle,
+                      origin=ClaimOrigin.NEXT, created_at=now, expires_at=expires_at, end_reason="")
+        claim._state.adding = False
+        return task, claim
     with transaction.atomic():
-        # The partial index task_open_by_number serves this; SKIP LOCKED passes over rows
-        # another transaction is claiming right now instead of queueing behind it.
-        candidates = (
+        task = (
             Task.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("space")
             .filter(space=space, status=TaskStatus.OPEN)
             .order_by("number")
+            .first()
         )
-        task = candidates.first()
         if task is None:
             return None
         claim = open_claim(task=task, member=member, origin=ClaimOrigin.NEXT)

@@ -40,7 +40,9 @@ def browser():
 
 def test_a_steward_previews_a_bind_and_supersedes_a_duplicate(live_server, browser):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    wait = WebDriverWait(browser, 15)
 
     space = load_agent_lab()
     steward, _ = member_with_key(space, "steward")
@@ -52,11 +54,12 @@ def test_a_steward_previews_a_bind_and_supersedes_a_duplicate(live_server, brows
     browser.find_element(By.NAME, "username").send_keys("ada")
     browser.find_element(By.NAME, "password").send_keys("correct horse")
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    assert "Site administration" in browser.page_source
+    wait.until(lambda d: "Site administration" in d.title)
 
     browser.get(f"{live_server.url}/admin/spaces/space/{space.pk}/bind/")
     browser.find_element(By.NAME, "title").send_keys("Build a benchmark for code review agents")
     browser.find_element(By.CSS_SELECTOR, "#bind-preview input[type=submit]").click()
+    wait.until(lambda d: d.find_elements(By.ID, "decision"))
     assert "T1" in browser.find_element(By.ID, "decision").text
     assert "4/9" in browser.find_element(By.ID, "scores").text
     browser.save_screenshot(str(SHOTS / "bind-preview.png"))
@@ -65,11 +68,11 @@ def test_a_steward_previews_a_bind_and_supersedes_a_duplicate(live_server, brows
     browser.find_element(By.CSS_SELECTOR, f"input[name=_selected_action][value='{dup.pk}']").click()
     Select(browser.find_element(By.NAME, "action")).select_by_value("supersede")
     browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    wait.until(lambda d: d.find_elements(By.ID, "supersede-form"))
     browser.find_element(By.NAME, "surviving_task").send_keys(str(keep.number))
     browser.save_screenshot(str(SHOTS / "supersede-form.png"))
     browser.find_element(By.CSS_SELECTOR, "#supersede-form input[name=apply]").click()
-
-    assert "Superseded 1 task" in browser.page_source
+    wait.until(lambda d: "Superseded 1 task" in d.page_source)
     browser.save_screenshot(str(SHOTS / "task-list-after.png"))
     rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
     assert len(rows) == 1 and "Retry policy" in rows[0].text

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from tasks import claims
-from tasks.models import Claim, Task
+from tasks.models import Claim, Task, TaskEvent
 from tasks.services import create_task
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
@@ -50,5 +50,8 @@ def test_sixteen_agents_never_get_the_same_task_and_none_is_lost():
     assert sorted(handed) == list(range(1, 201))  # each task exactly once, none lost
     assert Counter(Claim.objects.values_list("task_id", flat=True)).most_common(1)[0][1] == 1
     assert not Task.objects.filter(status="open").exists()
+    assert Task.objects.filter(status="claimed").count() == 200
+    events = TaskEvent.objects.filter(kind="claimed")
+    assert events.count() == 200 and all(e.details["claim"] and e.actor_id == e.details["member"] for e in events)
     per_agent = Counter(Claim.objects.values_list("member_id", flat=True))
     assert len(per_agent) > 1  # they really ran side by side
