@@ -38,3 +38,38 @@ def insert_unless_conflict(
     instance._state.adding = False
     instance._state.db = connection.alias
     return True
+
+
+def insert_or_fetch(instance: models.Model, conflict_fields: list[str]) -> tuple[models.Model | None, bool]:
+    """Insert ``instance`` or read the row that holds its unique key, in one round trip.
+
+    Returns ``(row, created)``. PostgreSQL only: one statement whose INSERT … ON CONFLICT
+    DO NOTHING either returns the new row or lets the second half return the existing one.
+    When the existing row committed after the statement began it is not visible to that
+    statement: the caller gets ``(None, False)`` and reads it again.
+    """
+    meta = instance._meta
+    quote = connection.ops.quote_name
+    table = quote(meta.db_table)
+    insert_fields = [f for f in meta.concrete_fields if not f.primary_key]
+    all_columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
+    params = [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in insert_fields]
+    conflict_columns = [quote(meta.get_field(name).column) for name in conflict_fields]
+    match = " AND ".join(f"{column} = %s" for column in conflict_columns)
+    match_params = [getattr(instance, meta.get_field(name).attname) for name in conflict_fields]
+    sql = (
+        f"WITH inserted AS (INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(insert_fields))}) ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING "
+        f"RETURNING {all_columns}) "
+        f"SELECT {all_columns}, true FROM inserted "
+        f"UNION ALL SELECT {all_columns}, false FROM {table} WHERE {match} AND NOT EXISTS (SELECT 1 FROM inserted)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params + match_params)
+        row = cursor.fetchone()
+    if row is None:
+        return None, False
+    names = [f.attname for f in meta.concrete_fields]
+    values = [f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
+              for f, v in zip(meta.concrete_fields, row[:-1])]
+    return type(instance).from_db(connection.alias, names, values), row[-1]

@@ -13,10 +13,11 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from allocation import errors
-from allocation.db import insert_unless_conflict
+from allocation.db import insert_or_fetch, insert_unless_conflict
 from allocation.models import ObservationKind, ObservationVerdict, Operation, OperationState
 from allocation.settlement import Report, observe
 from spaces.models import ApiKey
@@ -69,18 +70,22 @@ def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path:
     now = timezone.now()
     lease_until = now + timedelta(seconds=lease_seconds())
     scope = dict(space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key)
-    operation = Operation.objects.filter(**scope).first()
-    if operation is None:
-        # First touch: one statement stores the tuple under a live lease (the unique
-        # constraint makes concurrent first touches agree on one winner).
-        operation = Operation(
-            **scope, fingerprint=fingerprint, binding_generation=api_key.generation, method=method, path=path,
-            state=OperationState.IN_PROGRESS, lease_epoch=1, lease_expires_at=lease_until, created_at=now,
-            updated_at=now,
-        )
-        if insert_unless_conflict(operation, ["space", "member", "key"]):
-            return Begun(operation, replay=False)
+    # First touch: one statement stores the tuple under a live lease (the unique
+    # constraint makes concurrent first touches agree on one winner).
+    first_touch = Operation(
+        **scope, fingerprint=fingerprint, binding_generation=api_key.generation, method=method, path=path,
+        state=OperationState.IN_PROGRESS, lease_epoch=1, lease_expires_at=lease_until, created_at=now,
+        updated_at=now,
+    )
+    if connection.vendor == "postgresql":
+        operation, created = insert_or_fetch(first_touch, ["space", "member", "key"])  # one round trip
     else:
+        operation = Operation.objects.filter(**scope).first()
+        created = operation is None and insert_unless_conflict(first_touch, ["space", "member", "key"])
+        operation = first_touch if created else operation
+    if created:
+        return Begun(operation, replay=False)
+    if operation is not None:
         check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
         if operation.state == OperationState.COMPLETED:
             return Begun(operation, replay=True)  # completed is final: no lock needed to replay it
