@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -84,6 +84,22 @@ def observe(*, operation: Operation, report: Report) -> Settled:
     current, fresh = operation, False
     for _ in range(MAX_ROUNDS):
         verdict, changes = decide(current, report)
+        if changes and connection.vendor == "postgresql":
+            # The compare-and-set and the observation row in one statement (one round trip).
+            observation_id = settle_and_record(current, changes, report)
+            if observation_id is None:
+                current, fresh = Operation.objects.get(pk=operation.pk), True
+                continue  # someone settled in between: reload and run every stage again
+            for name, value in changes.items():
+                setattr(current, name, value)
+            current.revision += 1
+            observation = OperationObservation(
+                pk=observation_id, space_id=operation.space_id, operation_id=operation.pk, kind=report.kind,
+                key=report.key, fingerprint=report.fingerprint, binding_generation=report.binding_generation,
+                lease_epoch=report.lease_epoch, response_status=report.status, response_body=report.body,
+                verdict=verdict,
+            )
+            return Settled(current, observation)
         if changes:
             won = Operation.objects.filter(
                 pk=current.pk, key=current.key, fingerprint=current.fingerprint,
@@ -108,6 +124,38 @@ def observe(*, operation: Operation, report: Report) -> Settled:
             warn_quarantined(current, observation)
         return Settled(current, observation)
     raise RuntimeError(f"operation {operation.pk}: settlement did not converge")
+
+
+def settle_and_record(current: Operation, changes: dict[str, Any], report: Report) -> int | None:
+    """PostgreSQL: compare-and-set the record and, only if it won, insert the applied
+    observation; returns the observation's id, or None when the compare-and-set lost."""
+    quote = connection.ops.quote_name
+    op_meta, obs_meta = Operation._meta, OperationObservation._meta
+    now = timezone.now()
+    assignments, params = [], []
+    for name, value in changes.items():
+        field = op_meta.get_field(name)
+        assignments.append(f"{quote(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    params += [now, current.pk, current.key, current.fingerprint, current.binding_generation, current.revision]
+    observation = {
+        "space_id": current.space_id, "operation_id": current.pk, "kind": report.kind, "key": report.key,
+        "fingerprint": report.fingerprint, "binding_generation": report.binding_generation,
+        "lease_epoch": report.lease_epoch, "response_status": report.status,
+        "response_body": obs_meta.get_field("response_body").get_db_prep_save(report.body, connection),
+        "verdict": ObservationVerdict.APPLIED, "warned": False, "created_at": now,
+    }
+    sql = (
+        f"WITH settled AS (UPDATE {quote(op_meta.db_table)} SET {', '.join(assignments)}, "
+        "revision = revision + 1, updated_at = %s "
+        "WHERE id = %s AND key = %s AND fingerprint = %s AND binding_generation = %s AND revision = %s RETURNING id) "
+        f"INSERT INTO {quote(obs_meta.db_table)} ({', '.join(quote(c) for c in observation)}) "
+        f"SELECT {', '.join(['%s'] * len(observation))} FROM settled RETURNING id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params + list(observation.values()))
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def decide(op: Operation, report: Report) -> tuple[str, dict[str, Any]]:

@@ -173,13 +173,6 @@ class KeyNotFound(DomainError):
     meaning = "No live key with that prefix in your space."
 
 
-class PostHidden(DomainError):
-    code = "post_not_visible"
-    http_status = 404
-    title = "Post not visible"
-    meaning = "No such post in your space, or it is hidden or withheld."
-
-
 class NotPostAuthor(DomainError):
     code = "not_post_author"
     http_status = 403
