@@ -64,7 +64,7 @@ WITH picked AS (
     ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE tasks_task AS t SET status = 'claimed', updated_at = %(now)s FROM picked WHERE t.id = picked.id
-    RETURNING t.id, t.cycle
+    RETURNING t.*
 ), claim AS (
     INSERT INTO tasks_claim (space_id, task_id, member_id, cycle, origin, created_at, expires_at, ended_at, end_reason)
     SELECT %(space)s, id, %(member)s, cycle, 'next', %(now)s, %(expires)s, NULL, '' FROM claimed
@@ -76,7 +76,8 @@ WITH picked AS (
            %(now)s
     FROM claim
 )
-SELECT id, task_id, cycle FROM claim
+SELECT claim.id, creator.name, claimed.* FROM claim JOIN claimed ON claimed.id = claim.task_id
+LEFT JOIN spaces_member AS creator ON creator.id = claimed.creator_id
 """
 
 
@@ -94,11 +95,16 @@ def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | Non
             cursor.execute(CLAIM_NEXT_SQL, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
                                             "expires_iso": expires_at.isoformat()})
             row = cursor.fetchone()
+            columns = [c.name for c in cursor.description]
         if row is None:
             return None
-        claim_id, task_id, cycle = row
-        task = Task.objects.select_related("space", "creator", "superseded_by").get(pk=task_id)
-        claim = Claim(pk=claim_id, space_id=space.pk, task=task, member=member, cycle=cycle,
+        claim_id, creator_name, task_values = row[0], row[1], dict(zip(columns[2:], row[2:]))
+        fields = Task._meta.concrete_fields
+        task = Task.from_db(connection.alias, [f.attname for f in fields], [task_values[f.column] for f in fields])
+        task.space = space
+        if task.creator_id is not None:
+            task.creator = Member(pk=task.creator_id, space_id=space.pk, name=creator_name)
+        claim = Claim(pk=claim_id, space_id=space.pk, task=task, member=member, cycle=task.cycle,
                       origin=ClaimOrigin.NEXT, created_at=now, expires_at=expires_at, end_reason="")
         claim._state.adding = False
         return task, claim
