@@ -6,36 +6,33 @@ from rest_framework import serializers
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from spaces.api.serializers import MAX_BODY, AuthorSerializer, StrictCharField
 from spaces.catalog import MAX_TITLE
-from tasks.models import Attempt, Check, Claim, Note, Notification, Task, TaskEvent
+from tasks.models import Attempt, Check, Note, Notification, Task, TaskEvent, TaskStatus
 
 MAX_WINDOW = 500
 
 
-class TaskSerializer(serializers.ModelSerializer):
-    id = serializers.IntegerField(source="number")
+class TaskSerializer(serializers.Serializer):
+    """A task as agents see it (SPEC §3.1); ``id`` is the per-space number.
+
+    A plain Serializer rather than a ModelSerializer: this one runs on every create and
+    `next`, and building fields from the model each time cost more than the SQL did.
+    """
+
+    id = serializers.IntegerField(source="number", read_only=True)
+    number = serializers.IntegerField(read_only=True)
+    title = serializers.CharField(read_only=True)
+    body = serializers.CharField(read_only=True)
+    status = serializers.ChoiceField(choices=TaskStatus.choices, read_only=True)
+    delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, read_only=True)
+    work_item_id = serializers.CharField(read_only=True, allow_null=True)
     conflict_key = serializers.SerializerMethodField()
-    creator = AuthorSerializer(read_only=True)
+    cycle = serializers.IntegerField(read_only=True)
+    creator = AuthorSerializer(read_only=True, allow_null=True)
     superseded_by = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
 
-    class Meta:
-        model = Task
-        fields = [
-            "id",
-            "number",
-            "title",
-            "body",
-            "status",
-            "delivery_mode",
-            "work_item_id",
-            "conflict_key",
-            "cycle",
-            "creator",
-            "superseded_by",
-            "created_at",
-            "updated_at",
-        ]
-
-    def get_conflict_key(self, task: Task) -> dict:
+    def get_conflict_key(self, task: Task) -> dict[str, str]:
         return task.conflict_key_dict()
 
     def get_superseded_by(self, task: Task) -> int | None:
@@ -74,13 +71,16 @@ class NoteSerializer(serializers.ModelSerializer):
         fields = ["id", "criterion", "body", "author", "created_at"]
 
 
-class ClaimSerializer(serializers.ModelSerializer):
+class ClaimSerializer(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
     member = AuthorSerializer(read_only=True)
-    live = serializers.BooleanField(source="is_live")
-
-    class Meta:
-        model = Claim
-        fields = ["id", "member", "cycle", "origin", "created_at", "expires_at", "live", "ended_at", "end_reason"]
+    cycle = serializers.IntegerField(read_only=True)
+    origin = serializers.CharField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    expires_at = serializers.DateTimeField(read_only=True)
+    live = serializers.BooleanField(source="is_live", read_only=True)
+    ended_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    end_reason = serializers.CharField(read_only=True)
 
 
 class CheckSerializer(serializers.ModelSerializer):
@@ -104,9 +104,6 @@ class AttemptSerializer(serializers.ModelSerializer):
 class TaskDetailSerializer(TaskSerializer):
     claims = serializers.SerializerMethodField()
     attempts = AttemptSerializer(many=True, read_only=True)
-
-    class Meta(TaskSerializer.Meta):
-        fields = TaskSerializer.Meta.fields + ["claims", "attempts"]
 
     def get_claims(self, task: Task) -> list[dict]:
         return ClaimSerializer([c for c in task.claims.all() if c.is_live], many=True).data
