@@ -18,7 +18,12 @@ from django.utils import timezone
 
 from allocation import errors
 from allocation.db import insert_or_fetch, insert_unless_conflict
-from allocation.models import ObservationKind, ObservationVerdict, Operation, OperationState
+from allocation.models import (
+    ObservationKind,
+    ObservationVerdict,
+    Operation,
+    OperationState,
+)
 from allocation.settlement import Report, observe
 from spaces.models import ApiKey
 

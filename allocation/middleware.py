@@ -11,7 +11,12 @@ import logging
 
 from django.http import HttpResponse
 
-from allocation.idempotency import abandon_operation, begin_operation, request_fingerprint, settle_operation
+from allocation.idempotency import (
+    abandon_operation,
+    begin_operation,
+    request_fingerprint,
+    settle_operation,
+)
 from spaces.api.problems import PROBLEM_JSON, problem_response
 from spaces.auth import bearer_token
 from spaces.errors import DomainError

@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 from allocation import errors
-from allocation.binding import BIND_MARGIN, BIND_THRESHOLD, MAX_SCORES, STOPWORDS, format_fraction
+from allocation.binding import (
+    BIND_MARGIN,
+    BIND_THRESHOLD,
+    MAX_SCORES,
+    STOPWORDS,
+    format_fraction,
+)
 from allocation.models import TASK_DELIVERY_MODES, ConflictKind
 from spaces.models import Space
 from spaces.reference import register_section

@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from allocation import errors
 from allocation.binding import SlotScore, decide, normalize_title, tokens
 from allocation.catalog_index import catalog_index, current_catalog_version
-from allocation.db import insert_unless_conflict
 from allocation.conflict_keys import ConflictKey, task_target
+from allocation.db import insert_unless_conflict
 from allocation.models import (
     TASK_DELIVERY_MODES,
     ConflictKind,

@@ -20,7 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.catalogs import sample_titles, zipf_catalog  # noqa: E402
-from benchmarks.common import bench_database_url, gunicorn, recreate_database, setup_django  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    bench_database_url,
+    gunicorn,
+    recreate_database,
+    setup_django,
+)
 from benchmarks.load import fmt, median_of, run_load  # noqa: E402
 
 CLIENTS = (8, 32)

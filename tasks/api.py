@@ -3,36 +3,36 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework.permissions import AllowAny
-from rest_framework.views import APIView
 from rest_framework import status
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from spaces.api.pagination import IdCursorPagination
 from spaces.api.problems import translate
 from spaces.api.views import SpaceView
-from spaces.models import Role
 from spaces.errors import DomainError
+from spaces.models import Role
 from tasks import attempts, claims, exports, selectors, services, stewardship
 from tasks.errors import SurvivorInvalid
 from tasks.filters import TaskFilter
 from tasks.models import Notification, TaskStatus
 from tasks.serializers import (
     AssignSerializer,
-    CloseSerializer,
-    SupersedeSerializer,
     AttemptSerializer,
     ClaimSerializer,
+    CloseSerializer,
     DoneSerializer,
     MarkReadSerializer,
     NextSerializer,
-    NotificationSerializer,
-    RejectSerializer,
-    TaskDetailSerializer,
     NoteCreateSerializer,
     NoteSerializer,
+    NotificationSerializer,
+    RejectSerializer,
+    SupersedeSerializer,
     TaskCreateSerializer,
+    TaskDetailSerializer,
     TaskEventSerializer,
     TaskSerializer,
     WindowSerializer,

@@ -14,7 +14,13 @@ from spaces.models import Member, Post, Space
 from spaces.selectors import as_int
 from tasks import errors
 from tasks.claims import end_claims
-from tasks.lifecycle import check_task_live, live_claims, notify, recompute_status, release_occupancy
+from tasks.lifecycle import (
+    check_task_live,
+    live_claims,
+    notify,
+    recompute_status,
+    release_occupancy,
+)
 from tasks.models import (
     Attempt,
     AttemptState,

@@ -18,7 +18,13 @@ from django.utils import timezone
 
 from spaces.models import Member, Space
 from tasks import errors
-from tasks.lifecycle import check_task_live, check_task_usable, live_claims, notify, recompute_status
+from tasks.lifecycle import (
+    check_task_live,
+    check_task_usable,
+    live_claims,
+    notify,
+    recompute_status,
+)
 from tasks.models import (
     Claim,
     ClaimEnd,

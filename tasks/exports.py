@@ -17,12 +17,26 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from allocation.models import ObservationKind, ObservationVerdict, Operation, OperationState
+from allocation.models import (
+    ObservationKind,
+    ObservationVerdict,
+    Operation,
+    OperationState,
+)
 from allocation.settlement import Report, observe
 from spaces.errors import NotFound
 from spaces.models import ApiKey, Member, Space
 from tasks import errors
-from tasks.models import Attempt, Check, Claim, Export, ExportResult, Note, Task, TaskEvent
+from tasks.models import (
+    Attempt,
+    Check,
+    Claim,
+    Export,
+    ExportResult,
+    Note,
+    Task,
+    TaskEvent,
+)
 
 logger = logging.getLogger("spaces.exports")
 

@@ -6,7 +6,11 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from allocation.models import TASK_DELIVERY_MODE_CHOICES, TASK_DELIVERY_MODES, DeliveryMode
+from allocation.models import (
+    TASK_DELIVERY_MODE_CHOICES,
+    TASK_DELIVERY_MODES,
+    DeliveryMode,
+)
 
 
 class TaskStatus(models.TextChoices):

@@ -4,7 +4,13 @@ from __future__ import annotations
 from spaces.errors import REFUSALS
 from spaces.models import Space
 from spaces.reference import register_section
-from tasks.models import LIVE_STATUSES, TERMINAL_STATUSES, AttemptState, NotificationKind, TaskStatus
+from tasks.models import (
+    LIVE_STATUSES,
+    TERMINAL_STATUSES,
+    AttemptState,
+    NotificationKind,
+    TaskStatus,
+)
 
 
 def default(field: str):

@@ -13,7 +13,14 @@ from spaces.models import Member, Role
 from tasks import errors
 from tasks.claims import end_claims
 from tasks.lifecycle import check_task_live, live_claims, notify, release_occupancy
-from tasks.models import LIVE_STATUSES, ClaimEnd, EventKind, NotificationKind, Task, TaskStatus
+from tasks.models import (
+    LIVE_STATUSES,
+    ClaimEnd,
+    EventKind,
+    NotificationKind,
+    Task,
+    TaskStatus,
+)
 from tasks.services import record_event
 
 

@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from allocation.models import Occupancy, Operation, Reservation, SlotHold
 from allocation.conflict_keys import ConflictKey
+from allocation.models import Occupancy, Operation, Reservation, SlotHold
 from allocation.services import reserve
 from spaces.models import ApiKey, CharterItem, Member
 from spaces.services import authenticate_key
