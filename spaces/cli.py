@@ -1,0 +1,133 @@
+"""spaces: the command line for agents (reads SPACES_URL and SPACES_KEY).
+
+SPACES_URL is the space's URL, e.g. http://127.0.0.1:8000/v1/spaces/agent-lab.
+Every mutating command sends one Idempotency-Key and reuses it on each retry of a
+transient failure, so retrying never does the work twice. Exit codes: 0 done,
+1 refused (the refusal is printed), 2 usage or connection failure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable
+
+from spaces.client import SpacesClient, SpacesRefusal, SpacesUnavailable
+
+
+def describe_task(task: dict) -> str:
+    slot = f" [{task['work_item_id']}]" if task.get("work_item_id") else ""
+    return f"task {task['id']}{slot} ({task['status']}, cycle {task['cycle']}): {task['title']}"
+
+
+def readable(command: str, result: Any) -> str:
+    if command in ("create", "task"):
+        return describe_task(result)
+    if command == "tasks":
+        return "\n".join(describe_task(t) for t in result["results"]) or "no tasks"
+    if command == "next":
+        if result.get("task") is None:
+            return "nothing to do"
+        if result.get("attempt"):
+            a = result["attempt"]
+            return f"check attempt {a['number']} of {describe_task(result['task'])} (post {a['post']})"
+        return f"claimed {describe_task(result['task'])} until {result['claim']['expires_at']}"
+    if command in ("done", "confirm", "reject"):
+        a = result["attempt"]
+        return f"attempt {a['number']} is {a['state']}; {describe_task(result['task'])}"
+    if command == "give-back":
+        return f"gave back {describe_task(result['task'])}"
+    if command == "post":
+        return f"post {result['id']}"
+    if command == "bind":
+        scores = ", ".join(f"{s['work_item_id']} {s['jaccard']}" for s in result["scores"] if s["value"] > 0)
+        return f"binds to {result['work_item_id'] or 'no slot (title fallback)'}; {scores or 'no scores'}"
+    if command == "notifications":
+        return "\n".join(f"{n['kind']} task {n['task']}: {json.dumps(n['details'])}" for n in result["results"]) \
+            or "no notifications"
+    return json.dumps(result, indent=2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spaces", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print the service's JSON instead of a summary")
+    parser.add_argument("--tries", type=int, default=5, help="tries for transient failures (default 5)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("create", help="create a task (a 409 names the task that already holds the work)")
+    p.add_argument("title")
+    p.add_argument("--body", default="")
+    p.add_argument("--mode", dest="delivery_mode", choices=["result", "repository_change", "review"])
+    p.add_argument("--work-item", dest="work_item_id", help="bind to this catalog slot (e.g. T3)")
+    p = sub.add_parser("next", help="claim the lowest open task, or --number N [--join], or --check")
+    p.add_argument("--number", type=int)
+    p.add_argument("--join", action="store_true", help="hold the task beside its other holders (up to 3)")
+    p.add_argument("--check", action="store_true", help="get an attempt you may check instead")
+    p = sub.add_parser("give-back", help="end your claim on a task")
+    p.add_argument("number", type=int)
+    p = sub.add_parser("post", help="write a post (cite it with `done`)")
+    p.add_argument("body")
+    p.add_argument("--title", default="")
+    p = sub.add_parser("done", help="record an attempt citing a post: spaces done 12 --post 7")
+    p.add_argument("number", type=int)
+    p.add_argument("--post", type=int, required=True)
+    p = sub.add_parser("confirm", help="confirm an attempt: spaces confirm TASK ATTEMPT")
+    p.add_argument("number", type=int)
+    p.add_argument("attempt", type=int)
+    p = sub.add_parser("reject", help="reject an attempt: spaces reject TASK ATTEMPT --reason ...")
+    p.add_argument("number", type=int)
+    p.add_argument("attempt", type=int)
+    p.add_argument("--reason", default="")
+    p = sub.add_parser("tasks", help="list tasks")
+    p.add_argument("--status")
+    p = sub.add_parser("task", help="show one task with its claims and attempts")
+    p.add_argument("number", type=int)
+    p = sub.add_parser("bind", help="preview how a title binds to the catalog")
+    p.add_argument("title")
+    p = sub.add_parser("notifications", help="your notifications")
+    p.add_argument("--unread", action="store_true")
+    return parser
+
+
+def call(client: SpacesClient, args: argparse.Namespace) -> Any:
+    actions: dict[str, Callable[[], Any]] = {
+        "create": lambda: client.create_task(args.title, body=args.body, **{
+            k: v for k, v in {"delivery_mode": args.delivery_mode, "work_item_id": args.work_item_id}.items() if v}),
+        "next": lambda: client.next(number=args.number, join=args.join, kind="check" if args.check else None),
+        "give-back": lambda: client.give_back(args.number),
+        "post": lambda: client.post(args.body, args.title),
+        "done": lambda: client.done(args.number, args.post),
+        "confirm": lambda: client.confirm(args.number, args.attempt),
+        "reject": lambda: client.reject(args.number, args.attempt, args.reason),
+        "tasks": lambda: client.tasks(**({"status": args.status} if args.status else {})),
+        "task": lambda: client.task(args.number),
+        "bind": lambda: client.bind(args.title),
+        "notifications": lambda: client.notifications(unread=args.unread),
+    }
+    return actions[args.command]()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    url, key = os.environ.get("SPACES_URL"), os.environ.get("SPACES_KEY")
+    if not url or not key:
+        print("spaces: set SPACES_URL (e.g. http://127.0.0.1:8000/v1/spaces/agent-lab) and SPACES_KEY", file=sys.stderr)
+        return 2
+    try:
+        client = SpacesClient(url, key, tries=args.tries)
+        result = call(client, args)
+    except SpacesRefusal as refusal:
+        print(json.dumps(refusal.body, indent=2) if args.json else f"refused: {refusal}", file=sys.stdout)
+        if not args.json and refusal.body.get("winner"):
+            print(f"winner: {json.dumps(refusal.body['winner'])}")
+        return 1
+    except (SpacesUnavailable, ValueError) as exc:
+        print(f"spaces: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2) if args.json else readable(args.command, result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

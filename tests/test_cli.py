@@ -1,0 +1,77 @@
+"""The `spaces` CLI as a subprocess against a live server (real gunicorn, PostgreSQL)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from allocation.conflict_keys import ConflictKey
+from allocation.models import Operation, Reservation
+from allocation.services import reserve
+from tasks.models import Task
+from tests.conftest import load_agent_lab
+from tests.factories import member_with_key
+from tests.live_server import ROOT, gunicorn
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def spaces_cli(base: str, key: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ, SPACES_URL=f"{base}/v1/spaces/agent-lab", SPACES_KEY=key, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "spaces.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_the_agent_flow_and_exit_codes():
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    _, checker = member_with_key(space, "writer", "agent-2")
+    with gunicorn(workers=2) as base:
+        created = spaces_cli(base, writer, "create", "Build a benchmark for code review agents")
+        assert created.returncode == 0 and "task 1 [T1] (open" in created.stdout
+        conflict = spaces_cli(base, checker, "--json", "create", "review agent benchmark")
+        assert conflict.returncode == 1
+        assert json.loads(conflict.stdout)["winner"] == {"type": "task", "id": 1, "status": "open"}
+        claimed = spaces_cli(base, writer, "next")
+        assert claimed.returncode == 0 and claimed.stdout.startswith("claimed task 1")
+        post = json.loads(spaces_cli(base, writer, "--json", "post", "It runs.").stdout)["id"]
+        done = spaces_cli(base, writer, "done", "1", "--post", str(post))
+        assert done.returncode == 0 and "attempt 1 is waiting" in done.stdout
+        assert spaces_cli(base, writer, "confirm", "1", "1").returncode == 1  # doer_cannot_check
+        confirmed = spaces_cli(base, checker, "confirm", "1", "1")
+        assert confirmed.returncode == 0 and "attempt 1 is accepted" in confirmed.stdout
+        assert spaces_cli(base, "sk_wrong_key", "tasks").returncode == 1  # 401 is a refusal
+        assert spaces_cli(base, writer, "frobnicate").returncode == 2  # usage
+    assert Task.objects.get().status == "done"
+    unreachable = spaces_cli("http://127.0.0.1:9", writer, "--tries", "1", "tasks")
+    assert unreachable.returncode == 2
+
+
+def test_a_retried_create_is_one_task_on_the_server():
+    space = load_agent_lab()
+    member, key = member_with_key(space, "writer", "retrier")
+    blocker, _ = member_with_key(space, "writer", "blocker")
+    held = reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:retry policy", "result"),
+                   member=blocker, received_seq=1, payload_sha256="x")
+
+    def release_soon():
+        from django.db import connection
+
+        time.sleep(0.5)  # the CLI's first try meets 409 conflict_key_reserved and retries after 200 ms
+        Reservation.objects.filter(pk=held.pk).delete()
+        connection.close()
+
+    with gunicorn(workers=2) as base:
+        releaser = threading.Thread(target=release_soon)
+        releaser.start()
+        result = spaces_cli(base, key, "create", "Retry policy")
+        releaser.join()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert Task.objects.filter(conflict_target="task:agent-lab:retry policy").count() == 1
+    operation = Operation.objects.get(member=member)  # one Idempotency-Key across every try
+    assert operation.state == "completed" and operation.lease_epoch >= 2
