@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "spaces",
     "allocation",
     "tasks",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -128,6 +129,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
 }
+
+# The MCP front: stateless streamable HTTP, so any server process can answer.
+DJANGO_MCP_GLOBAL_SERVER_CONFIG = {"name": "spaces", "stateless": True}
+DJANGO_MCP_GET_SERVER_INSTRUCTIONS_TOOL = False
 
 # Spaces' own knobs.
 SPACES_OPERATION_LEASE_SECONDS = int(os.environ.get("SPACES_OPERATION_LEASE_SECONDS", "30"))

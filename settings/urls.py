@@ -2,8 +2,12 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from tasks.mcp import MCPEndpoint
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # MCP for agents, authenticated with the member's API key like the REST routes.
+    path("mcp", MCPEndpoint.as_view(), name="mcp"),
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("spaces.urls")),

@@ -75,3 +75,24 @@ def tasks_section() -> dict:
         "superseded": "a superseded task takes no claim, attempt, check or note: 409 task_superseded names the "
         "surviving task",
     }
+
+
+@register_section("agents")
+def agents_section() -> dict:
+    """The MCP tools and the CLI, described from the code that serves them."""
+    import inspect
+
+    from tasks.mcp import SpacesTools
+
+    tools = {
+        name: inspect.getdoc(method).replace("\n", " ")
+        for name, method in inspect.getmembers(SpacesTools, predicate=inspect.isfunction)
+        if not name.startswith("_")
+    }
+    return {
+        "mcp": {"endpoint": "/mcp (streamable HTTP, stateless; Authorization: Bearer <key>)", "tools": tools,
+                "refusals": "a refused call is a tool error whose text is the REST refusal's JSON"},
+        "cli": "pip install the project, set SPACES_URL (the space's URL) and SPACES_KEY, run `spaces --help`; "
+               "mutating commands reuse one Idempotency-Key across retries; exit 0 done, 1 refused, 2 usage or "
+               "connection failure",
+    }

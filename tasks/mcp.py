@@ -1,0 +1,164 @@
+"""The MCP front (SPEC §1, §10): agents' tools over the same services as the REST routes.
+
+Served at /mcp by django-mcp-server (stateless streamable HTTP from a synchronous Django
+view, so any server process answers), authenticated with the member's API key. A
+refusal comes back as a tool error whose text is the REST refusal's JSON.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp_server import MCPToolset
+from mcp_server.views import MCPServerStreamableHttpView
+
+from allocation import services as allocation
+from spaces import services as space_services
+from spaces.auth import ApiKeyAuthentication
+from spaces.errors import DomainError, Forbidden
+from spaces.models import ROLE_RANK, Role
+from spaces.permissions import IsMember
+from spaces.reference import build_reference
+from tasks import attempts, claims, selectors, services, stewardship
+from tasks.serializers import (
+    AttemptSerializer,
+    ClaimSerializer,
+    TaskDetailSerializer,
+    TaskSerializer,
+)
+
+
+class SpacesTools(MCPToolset):
+    def _member(self, role: str = Role.READER):
+        member = self.request.user
+        if ROLE_RANK[member.role] < ROLE_RANK[role]:
+            raise Forbidden(f"This tool needs the {role} role; your key is a {member.role}.")
+        return member
+
+    def _run(self, role: str, action) -> Any:
+        try:
+            member = self._member(role)
+            return json.loads(json.dumps(action(member), default=str))
+        except DomainError as error:
+            raise ToolError(json.dumps(error.as_body())) from None
+
+    def space_info(self) -> dict:
+        """Your space: its slug, name and settings (claim hours, confirmations required, limits)."""
+        def act(member):
+            s = member.space
+            return {"slug": s.slug, "name": s.name, "task_claim_hours": s.task_claim_hours,
+                    "confirmations_required": s.confirmations_required,
+                    "max_claims_per_task": s.max_claims_per_task, "max_attempts_per_cycle": s.max_attempts_per_cycle}
+        return self._run(Role.READER, act)
+
+    def reference(self, section: str = "") -> dict:
+        """The service's rules for agents: section tasks, allocation, refusals or settlement (empty for all)."""
+        return self._run(Role.READER, lambda m: build_reference(section or None))
+
+    def bind_title(self, title: str, work_item_id: str | None = None, delivery_mode: str = "result") -> dict:
+        """Preview how a title binds to the catalog (scores as exact fractions) without creating anything."""
+        return self._run(Role.READER, lambda m: allocation.bind_title(
+            space=m.space, title=title, work_item_id=work_item_id, delivery_mode=delivery_mode).as_dict())
+
+    def create_task(self, title: str, body: str = "", delivery_mode: str = "result",
+                    work_item_id: str | None = None) -> dict:
+        """Create a task. If the work already exists the error is 409 allocation_conflict naming the `winner`:
+        claim or join that task instead; on conflict_key_reserved retry after retry_after_ms."""
+        return self._run(Role.WRITER, lambda m: TaskSerializer(services.create_task(
+            space=m.space, actor=m, title=title, body=body, delivery_mode=delivery_mode,
+            work_item_id=work_item_id)).data)
+
+    def list_tasks(self, status: str = "") -> dict:
+        """Tasks of your space, lowest number first (superseded ones only with status=superseded)."""
+        def act(m):
+            tasks = selectors.list_tasks(space=m.space, include_superseded=status == "superseded")
+            if status:
+                tasks = tasks.filter(status=status)
+            return {"tasks": TaskSerializer(tasks.order_by("number")[:200], many=True).data}
+        return self._run(Role.READER, act)
+
+    def get_task(self, number: int) -> dict:
+        """One task with its live claims and its attempts with their checks."""
+        return self._run(Role.READER, lambda m: TaskDetailSerializer(selectors.get_task(space=m.space,
+                                                                                       number=number)).data)
+
+    def next_task(self, number: int | None = None, join: bool = False, kind: str = "task") -> dict:
+        """Claim the lowest open task; or task `number` (`join`=true to hold it beside other keys, up to 3);
+        or kind="check" for an attempt you may check. {"task": null} means nothing to do."""
+        def act(m):
+            if kind == "check":
+                offered = attempts.offer_check(space=m.space, member=m)
+                return {"task": None, "attempt": None} if offered is None else {
+                    "task": TaskSerializer(offered[0]).data, "attempt": AttemptSerializer(offered[1]).data}
+            if number is not None:
+                task, claim = claims.claim_task(space=m.space, member=m, number=number, join=join)
+            else:
+                claimed = claims.claim_next_task(space=m.space, member=m)
+                if claimed is None:
+                    return {"task": None}
+                task, claim = claimed
+            return {"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data}
+        return self._run(Role.WRITER, act)
+
+    def give_back(self, number: int) -> dict:
+        """End your own claim on task `number`; other keys holding it keep theirs."""
+        return self._run(Role.WRITER, lambda m: ClaimSerializer(claims.give_back(
+            task=selectors.get_task(space=m.space, number=number), member=m)).data)
+
+    def create_post(self, body: str, title: str = "") -> dict:
+        """Write a post (a result to cite with mark_done)."""
+        return self._run(Role.WRITER, lambda m: {"id": space_services.create_post(
+            space=m.space, author=m, body=body, title=title).pk})
+
+    def mark_done(self, number: int, post: int) -> dict:
+        """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle)."""
+        return self._run(Role.WRITER, lambda m: AttemptSerializer(attempts.mark_done(
+            task=selectors.get_task(space=m.space, number=number), member=m, post_id=post)).data)
+
+    def confirm_attempt(self, number: int, attempt: int) -> dict:
+        """Confirm attempt `attempt` of task `number` (not your own, not one citing your post)."""
+        return self._run(Role.WRITER, lambda m: AttemptSerializer(attempts.confirm_attempt(
+            task=selectors.get_task(space=m.space, number=number), number=attempt, member=m)).data)
+
+    def reject_attempt(self, number: int, attempt: int, reason: str = "") -> dict:
+        """Reject attempt `attempt` of task `number`; the task reopens when no attempt waits."""
+        def act(m):
+            result, reopened = attempts.reject_attempt(task=selectors.get_task(space=m.space, number=number),
+                                                       number=attempt, member=m, reason=reason)
+            return {"attempt": AttemptSerializer(result).data, "reopened": reopened}
+        return self._run(Role.WRITER, act)
+
+    def add_note(self, number: int, body: str, criterion: int | None = None) -> dict:
+        """A review note on task `number`; the same note again is 409 naming the first one."""
+        return self._run(Role.WRITER, lambda m: {"id": services.add_note(
+            task=selectors.get_task(space=m.space, number=number), actor=m, body=body, criterion=criterion).pk})
+
+    def notifications(self, unread_only: bool = True) -> dict:
+        """Your notifications (task_attempt, attempt_accepted, attempt_rejected, task_reopened, ...)."""
+        def act(m):
+            items = m.notifications.select_related("task").order_by("id")
+            if unread_only:
+                items = items.filter(read_at=None)
+            return {"notifications": [{"id": n.pk, "kind": n.kind, "task": n.task.number if n.task_id else None,
+                                       "details": n.details} for n in items[:200]]}
+        return self._run(Role.READER, act)
+
+    def supersede_task(self, number: int, surviving_task: int, reason: str = "allocation_duplicate") -> dict:
+        """Steward: mark task `number` a leftover duplicate of `surviving_task`."""
+        return self._run(Role.STEWARD, lambda m: TaskSerializer(stewardship.supersede_task(
+            task=selectors.get_task(space=m.space, number=number),
+            survivor=selectors.get_task(space=m.space, number=surviving_task), actor=m, reason=reason)).data)
+
+    def hold_slot(self, work_item_id: str, reason: str = "") -> dict:
+        """Steward: hold a catalog slot so no new task takes it."""
+        return self._run(Role.STEWARD, lambda m: {"work_item_id": allocation.hold_slot(
+            space=m.space, work_item_id=work_item_id, actor=m, reason=reason).work_item_id})
+
+
+class MCPEndpoint(MCPServerStreamableHttpView):
+    """``/mcp``: the member's API key authenticates, as on every REST route."""
+
+    schema = None  # JSON-RPC, not REST: kept out of the OpenAPI schema
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes = [IsMember]

@@ -1,0 +1,69 @@
+"""The MCP front with the official `mcp` SDK client over streamable HTTP against a live server."""
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from tasks.models import Task
+from tests.conftest import load_agent_lab
+from tests.factories import SpaceFactory, member_with_key
+from tests.live_server import gunicorn
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+async def session_calls(base: str, key: str, calls: list[tuple[str, dict]]):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client  # noqa: the 1.x name
+
+    results = []
+    async with streamablehttp_client(f"{base}/mcp", headers={"Authorization": f"Bearer {key}"}) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            for name, arguments in calls:
+                result = await session.call_tool(name, arguments)
+                text = result.content[0].text if result.content else ""
+                results.append((result.isError, text))
+    return tools, results
+
+
+def run(base, key, calls):
+    return anyio.run(session_calls, base, key, calls)
+
+
+def test_tools_flow_and_refusals():
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    _, checker = member_with_key(space, "writer", "agent-2")
+    _, stranger = member_with_key(SpaceFactory(slug="elsewhere"), "steward", "stranger")
+    with gunicorn(workers=2) as base:
+        tools, results = run(base, writer, [
+            ("create_task", {"title": "Build a benchmark for code review agents"}),
+            ("create_task", {"title": "review agent benchmark"}),
+            ("next_task", {}),
+            ("create_post", {"body": "It runs."}),
+        ])
+        by_name = {t.name: t for t in tools.tools}
+        assert {"create_task", "next_task", "mark_done", "confirm_attempt", "bind_title", "supersede_task"} <= set(by_name)
+        assert "title" in by_name["create_task"].inputSchema["properties"] and by_name["create_task"].description
+        (e1, created), (e2, conflict), (e3, claimed), (e4, post) = results
+        assert not e1 and json.loads(created)["work_item_id"] == "T1"
+        assert e2
+        refusal = json.loads(conflict[conflict.index("{"):])
+        assert refusal["code"] == "conflict_key_occupied" and refusal["winner"] == {"type": "task", "id": 1,
+                                                                                     "status": "open"}
+        assert not e3 and json.loads(claimed)["task"]["id"] == 1
+        post_id = json.loads(post)["id"]
+        _, results = run(base, writer, [("mark_done", {"number": 1, "post": post_id})])
+        assert json.loads(results[0][1])["state"] == "waiting"
+        _, results = run(base, checker, [("confirm_attempt", {"number": 1, "attempt": 1})])
+        assert json.loads(results[0][1])["state"] == "accepted"
+        _, results = run(base, writer, [("notifications", {})])
+        assert [n["kind"] for n in json.loads(results[0][1])["notifications"]] == ["attempt_accepted"]
+        _, results = run(base, stranger, [("list_tasks", {}), ("get_task", {"number": 1})])
+        assert json.loads(results[0][1]) == {"tasks": []}  # another space's key sees nothing
+        assert results[1][0] and json.loads(results[1][1][results[1][1].index("{"):])["error"] == "not_found"
+    assert Task.objects.get().status == "done"
