@@ -4,6 +4,7 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -77,29 +78,28 @@ class TaskWindowView(SpaceView):
 
     def post(self, request: Request, slug: str) -> Response:
         proposals = self.validated(WindowSerializer)["proposals"]
-        results = []
-        valid: list[tuple[int, dict]] = []
-        for index, raw in enumerate(proposals):
-            serializer = TaskCreateSerializer(data=raw)
-            if serializer.is_valid():
-                valid.append((index, serializer.validated_data))
-            else:
-                error = translate(_validation_error(serializer))
-                results.append({"index": index, "status": error.http_status, "body": error.as_body()})
-        outcomes = services.create_tasks_window(
-            space=self.space, actor=self.member, proposals=[p for _, p in valid], operation=operation_of(request)
-        )
-        for (index, _), outcome in zip(valid, outcomes):
-            body = TaskSerializer(outcome.task).data if outcome.task else outcome.error.as_body()
-            results.append({"index": index, "status": outcome.status, "body": body})
-        results.sort(key=lambda r: r["index"])
-        return Response({"results": results})
+        return Response({"results": run_window(space=self.space, actor=self.member, proposals=proposals,
+                                               operation=operation_of(request))})
 
 
-def _validation_error(serializer):
-    from rest_framework.exceptions import ValidationError
-
-    return ValidationError(serializer.errors)
+def run_window(*, space, actor, proposals: list, operation=None) -> list[dict]:
+    """SPEC §4.7 for any front: validate each proposal, create the valid ones in array order,
+    answer each exactly as a single create would have."""
+    results = []
+    valid: list[tuple[int, dict]] = []
+    for index, raw in enumerate(proposals):
+        serializer = TaskCreateSerializer(data=raw)
+        if serializer.is_valid():
+            valid.append((index, serializer.validated_data))
+        else:
+            error = translate(ValidationError(serializer.errors))
+            results.append({"index": index, "status": error.http_status, "body": error.as_body()})
+    outcomes = services.create_tasks_window(space=space, actor=actor, proposals=[p for _, p in valid],
+                                            operation=operation)
+    for (index, _), outcome in zip(valid, outcomes):
+        body = TaskSerializer(outcome.task).data if outcome.task else outcome.error.as_body()
+        results.append({"index": index, "status": outcome.status, "body": body})
+    return sorted(results, key=lambda r: r["index"])
 
 
 class TaskDetailView(SpaceView):

@@ -14,13 +14,20 @@ from mcp_server import MCPToolset
 from mcp_server.views import MCPServerStreamableHttpView
 
 from allocation import services as allocation
+from allocation.idempotency import (
+    abandon_operation,
+    begin_operation,
+    request_fingerprint,
+    settle_operation,
+)
 from spaces import services as space_services
 from spaces.auth import ApiKeyAuthentication
-from spaces.errors import DomainError, Forbidden
+from spaces.errors import DomainError, Forbidden, InvalidRequest
 from spaces.models import ROLE_RANK, Role
 from spaces.permissions import IsMember
 from spaces.reference import build_reference
 from tasks import attempts, claims, selectors, services, stewardship
+from tasks.api import run_window
 from tasks.serializers import (
     AttemptSerializer,
     ClaimSerializer,
@@ -36,12 +43,33 @@ class SpacesTools(MCPToolset):
             raise Forbidden(f"This tool needs the {role} role; your key is a {member.role}.")
         return member
 
-    def _run(self, role: str, action) -> Any:
+    def _run(self, role: str, action, *, idempotency_key: str | None = None, tool: str = "", arguments=None) -> Any:
+        """Run a tool's service call; with ``idempotency_key`` it is an operation like a keyed POST
+        (SPEC §7.1): a retry replays the first outcome instead of doing the work twice."""
+        operation = None
         try:
             member = self._member(role)
-            return json.loads(json.dumps(action(member), default=str))
+            if idempotency_key:
+                begun = begin_operation(api_key=self.request.auth, idempotency_key=idempotency_key, method="MCP",
+                                        path=f"/mcp/{tool}",
+                                        fingerprint=request_fingerprint("MCP", f"/mcp/{tool}", arguments or {}))
+                operation = begun.operation
+                if begun.replay:
+                    if operation.response_status >= 400:
+                        raise ToolError(json.dumps(operation.response_body))
+                    return operation.response_body
+            result = json.loads(json.dumps(action(member), default=str))
         except DomainError as error:
+            if operation is not None:
+                settle_operation(operation=operation, status=error.http_status, body=error.as_body(), headers={})
             raise ToolError(json.dumps(error.as_body())) from None
+        except BaseException:
+            if operation is not None:
+                abandon_operation(operation=operation)
+            raise
+        if operation is not None:
+            settle_operation(operation=operation, status=200, body=result, headers={})
+        return result
 
     def space_info(self) -> dict:
         """Your space: its slug, name and settings (claim hours, confirmations required, limits)."""
@@ -62,12 +90,24 @@ class SpacesTools(MCPToolset):
             space=m.space, title=title, work_item_id=work_item_id, delivery_mode=delivery_mode).as_dict())
 
     def create_task(self, title: str, body: str = "", delivery_mode: str = "result",
-                    work_item_id: str | None = None) -> dict:
+                    work_item_id: str | None = None, idempotency_key: str | None = None) -> dict:
         """Create a task. If the work already exists the error is 409 allocation_conflict naming the `winner`:
-        claim or join that task instead; on conflict_key_reserved retry after retry_after_ms."""
+        claim or join that task instead; on conflict_key_reserved retry after retry_after_ms with the same
+        idempotency_key (a retry with it never creates a second task)."""
+        arguments = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id}
         return self._run(Role.WRITER, lambda m: TaskSerializer(services.create_task(
-            space=m.space, actor=m, title=title, body=body, delivery_mode=delivery_mode,
-            work_item_id=work_item_id)).data)
+            space=m.space, actor=m, **arguments)).data, idempotency_key=idempotency_key, tool="create_task",
+            arguments=arguments)
+
+    def create_tasks(self, proposals: list[dict], idempotency_key: str | None = None) -> dict:
+        """Several create intents in one allocation window, in order: each proposal is {"title", "body"?,
+        "delivery_mode"?, "work_item_id"?} and gets the answer a single create_task would have given."""
+        def act(m):
+            if not 1 <= len(proposals) <= 500:
+                raise InvalidRequest("A window holds 1 to 500 proposals.", fields={"proposals": ["1 to 500 items."]})
+            return {"results": run_window(space=m.space, actor=m, proposals=proposals)}
+        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="create_tasks",
+                         arguments={"proposals": proposals})
 
     def list_tasks(self, status: str = "") -> dict:
         """Tasks of your space, lowest number first (superseded ones only with status=superseded)."""
@@ -106,15 +146,17 @@ class SpacesTools(MCPToolset):
         return self._run(Role.WRITER, lambda m: ClaimSerializer(claims.give_back(
             task=selectors.get_task(space=m.space, number=number), member=m)).data)
 
-    def create_post(self, body: str, title: str = "") -> dict:
+    def create_post(self, body: str, title: str = "", idempotency_key: str | None = None) -> dict:
         """Write a post (a result to cite with mark_done)."""
         return self._run(Role.WRITER, lambda m: {"id": space_services.create_post(
-            space=m.space, author=m, body=body, title=title).pk})
+            space=m.space, author=m, body=body, title=title).pk}, idempotency_key=idempotency_key,
+            tool="create_post", arguments={"body": body, "title": title})
 
-    def mark_done(self, number: int, post: int) -> dict:
+    def mark_done(self, number: int, post: int, idempotency_key: str | None = None) -> dict:
         """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle)."""
         return self._run(Role.WRITER, lambda m: AttemptSerializer(attempts.mark_done(
-            task=selectors.get_task(space=m.space, number=number), member=m, post_id=post)).data)
+            task=selectors.get_task(space=m.space, number=number), member=m, post_id=post)).data,
+            idempotency_key=idempotency_key, tool="mark_done", arguments={"number": number, "post": post})
 
     def confirm_attempt(self, number: int, attempt: int) -> dict:
         """Confirm attempt `attempt` of task `number` (not your own, not one citing your post)."""

@@ -67,3 +67,23 @@ def test_tools_flow_and_refusals():
         assert json.loads(results[0][1]) == {"tasks": []}  # another space's key sees nothing
         assert results[1][0] and json.loads(results[1][1][results[1][1].index("{"):])["error"] == "not_found"
     assert Task.objects.get().status == "done"
+
+
+def test_create_tasks_and_an_idempotent_retry():
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=2) as base:
+        _, results = run(base, writer, [
+            ("create_tasks", {"proposals": [{"title": "Benchmark harness for code-review agents"},
+                                            {"title": "review agent benchmark"},
+                                            {"title": "Retry and backoff policy for tool calls"}]}),
+            ("create_task", {"title": "Write the onboarding guide", "idempotency_key": "k-1"}),
+            ("create_task", {"title": "Write the onboarding guide", "idempotency_key": "k-1"}),
+            ("create_task", {"title": "Another title", "idempotency_key": "k-1"}),
+        ])
+    window = json.loads(results[0][1])["results"]
+    assert [r["status"] for r in window] == [201, 409, 201]
+    first, again, reused = results[1:]
+    assert not first[0] and not again[0] and json.loads(first[1]) == json.loads(again[1])  # replayed, not redone
+    assert reused[0] and "idempotency_key_reused" in reused[1]
+    assert Task.objects.count() == 3
