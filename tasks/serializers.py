@@ -11,6 +11,18 @@ from tasks.models import Attempt, Check, Note, Notification, Task, TaskEvent, Ta
 MAX_WINDOW = 500
 
 
+_TIMESTAMP = serializers.DateTimeField()
+
+
+def iso(value) -> str | None:
+    """A timestamp as DRF's DateTimeField writes it (ISO 8601, UTC as Z)."""
+    return None if value is None else _TIMESTAMP.to_representation(value)
+
+
+def author(member) -> dict:
+    return {"id": member.pk, "name": member.name}
+
+
 class TaskSerializer(serializers.Serializer):
     """A task as agents see it (SPEC §3.1); ``id`` is the per-space number.
 
@@ -37,6 +49,26 @@ class TaskSerializer(serializers.Serializer):
 
     def get_superseded_by(self, task: Task) -> int | None:
         return task.superseded_by.number if task.superseded_by_id else None
+
+    def to_representation(self, task: Task) -> dict:
+        # Built directly: this runs on every create and `next`, and DRF's per-field machinery
+        # (a deep copy of every declared field per instance) cost more than the SQL did.
+        # The declared fields above stay the documented shape; tests hold the two together.
+        return {
+            "id": task.number,
+            "number": task.number,
+            "title": task.title,
+            "body": task.body,
+            "status": task.status,
+            "delivery_mode": task.delivery_mode,
+            "work_item_id": task.work_item_id,
+            "conflict_key": task.conflict_key_dict(),
+            "cycle": task.cycle,
+            "creator": author(task.creator) if task.creator_id else None,
+            "superseded_by": self.get_superseded_by(task),
+            "created_at": iso(task.created_at),
+            "updated_at": iso(task.updated_at),
+        }
 
 
 class TaskCreateSerializer(serializers.Serializer):
@@ -82,6 +114,13 @@ class ClaimSerializer(serializers.Serializer):
     ended_at = serializers.DateTimeField(read_only=True, allow_null=True)
     end_reason = serializers.CharField(read_only=True)
 
+    def to_representation(self, claim) -> dict:
+        return {
+            "id": claim.pk, "member": author(claim.member), "cycle": claim.cycle, "origin": claim.origin,
+            "created_at": iso(claim.created_at), "expires_at": iso(claim.expires_at), "live": claim.is_live,
+            "ended_at": iso(claim.ended_at), "end_reason": claim.end_reason,
+        }
+
 
 class CheckSerializer(serializers.ModelSerializer):
     member = AuthorSerializer(read_only=True)
@@ -104,6 +143,12 @@ class AttemptSerializer(serializers.ModelSerializer):
 class TaskDetailSerializer(TaskSerializer):
     claims = serializers.SerializerMethodField()
     attempts = AttemptSerializer(many=True, read_only=True)
+
+    def to_representation(self, task: Task) -> dict:
+        data = super().to_representation(task)
+        data["claims"] = self.get_claims(task)
+        data["attempts"] = AttemptSerializer(task.attempts.all(), many=True).data
+        return data
 
     def get_claims(self, task: Task) -> list[dict]:
         return ClaimSerializer([c for c in task.claims.all() if c.is_live], many=True).data
