@@ -147,6 +147,9 @@ def task_with_work(space, number):
     )
 
 
+PLAIN_NEXT = {"kind": "task", "join": False}
+
+
 class NextView(SpaceView):
     """``POST …/next``: claim the lowest open task, a given one (``number``, ``join``), or an attempt to check."""
 
@@ -155,7 +158,8 @@ class NextView(SpaceView):
 
     @extend_schema(request=NextSerializer)
     def post(self, request: Request, slug: str) -> Response:
-        data = self.validated(NextSerializer)
+        # Plain `next {}` is the hot path: no body to parse or validate.
+        data = PLAIN_NEXT if request.body.strip() in (b"", b"{}") else self.validated(NextSerializer)
         if data["kind"] == "check":
             offered = attempts.offer_check(space=self.space, member=self.member)
             if offered is None:
