@@ -68,7 +68,6 @@ def prepare(url: str):
     from benchmarks.baseline_views import TABLES
     from spaces import services
     from spaces.catalog import CatalogRow
-    from tests.factories import member_with_key  # noqa: F401  (factories need Django set up)
 
     with connection.cursor() as cursor:
         cursor.execute(TABLES)

@@ -25,7 +25,3 @@ class IsMember(permissions.BasePermission):
         if ROLE_RANK[request.user.role] < ROLE_RANK[required]:
             raise errors.Forbidden(f"This action needs the {required} role; your key is a {request.user.role}.")
         return True
-
-
-class AllowAny(permissions.AllowAny):
-    pass

@@ -1,6 +1,8 @@
 """Task routes: list, create, window, one task, history, notes (SPEC §3.1, §4)."""
 from __future__ import annotations
 
+from django.db.models import Prefetch
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -13,12 +15,13 @@ from rest_framework.views import APIView
 from spaces.api.pagination import IdCursorPagination
 from spaces.api.problems import translate
 from spaces.api.views import SpaceView
-from spaces.errors import DomainError
+from spaces.errors import DomainError, InvalidRequest, NotFound
 from spaces.models import Role
+from spaces.selectors import as_int, get_member
 from tasks import attempts, claims, exports, selectors, services, stewardship
 from tasks.errors import SurvivorInvalid
 from tasks.filters import TaskFilter
-from tasks.models import Notification, TaskStatus
+from tasks.models import Attempt, Export, Notification, TaskStatus
 from tasks.serializers import (
     AssignSerializer,
     AttemptSerializer,
@@ -60,8 +63,6 @@ class TaskListView(SpaceView):
         tasks = selectors.list_tasks(space=self.space, include_superseded=include or TaskStatus.SUPERSEDED in statuses)
         filtered = TaskFilter(request.query_params, queryset=tasks)
         if not filtered.is_valid():
-            from spaces.errors import InvalidRequest
-
             raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
         return self.paginate(filtered.qs, TaskSerializer, NumberCursorPagination)
 
@@ -134,10 +135,6 @@ class TaskNotesView(SpaceView):
 
 
 def task_with_work(space, number):
-    from django.db.models import Prefetch
-
-    from tasks.models import Attempt
-
     task = selectors.get_task(space=space, number=number)
     attempts = Attempt.objects.select_related("member").prefetch_related("checks__member")
     return (
@@ -195,8 +192,6 @@ class AssignView(SpaceView):
 
     @extend_schema(request=AssignSerializer)
     def post(self, request: Request, slug: str, number: str) -> Response:
-        from spaces.selectors import get_member
-
         task = selectors.get_task(space=self.space, number=number)
         member = get_member(space=self.space, member_id=self.validated(AssignSerializer)["member"])
         claim = claims.assign_task(task=task, member=member, actor=self.member)
@@ -258,8 +253,6 @@ class NotificationReadView(SpaceView):
 
     @extend_schema(request=MarkReadSerializer)
     def post(self, request: Request) -> Response:
-        from django.utils import timezone
-
         ids = self.validated(MarkReadSerializer).get("ids")
         items = Notification.objects.filter(member=self.member, read_at=None)
         if ids is not None:
@@ -315,10 +308,6 @@ class ExportListView(SpaceView):
 
 
 def get_export(space, export_id):
-    from spaces.errors import NotFound
-    from spaces.selectors import as_int
-    from tasks.models import Export
-
     export = Export.objects.filter(space=space, pk=as_int(export_id)).first()
     if export is None:
         raise NotFound(f"No export {export_id} in this space.")
