@@ -126,24 +126,26 @@ services.create_task(space=member.space, actor=member, title="Retry policy")
 def test_a_process_killed_between_reserve_and_mutate_leaves_no_phantom():
     load_agent_lab()
     space = Space.objects.get(slug="agent-lab")
-    Space.objects.filter(pk=space.pk).update(allocation_window_seconds=2)
+    Space.objects.filter(pk=space.pk).update(allocation_window_seconds=3)
     victim, _ = member_with_key(space, "writer", "victim")
     _, key = member_with_key(space, "writer", "survivor")
 
-    process = subprocess.Popen([sys.executable, "-c", CRASH_AFTER_RESERVE, str(victim.pk)], cwd=ROOT,
-                               env=server_env(), stdout=subprocess.PIPE, text=True)
-    try:
-        line = process.stdout.readline()
-        assert line.startswith("reserved"), line
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
-    assert Reservation.objects.count() == 1 and not Task.objects.exists()
-
+    # The server is up before the crash, so the reservation is fresh when the survivor first asks.
     with gunicorn(workers=2) as base, httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as http:
+        process = subprocess.Popen([sys.executable, "-c", CRASH_AFTER_RESERVE, str(victim.pk)], cwd=ROOT,
+                                   env=server_env(), stdout=subprocess.PIPE, text=True)
+        try:
+            line = process.stdout.readline()
+            assert line.startswith("reserved"), line
+        finally:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+        reserved_at = time.monotonic()
+        assert Reservation.objects.count() == 1 and not Task.objects.exists()
+
         blocked = http.post(f"{S}/tasks", json={"title": "retry policy"})
         assert blocked.status_code == 409 and blocked.json()["code"] == "conflict_key_reserved"
-        time.sleep(2.2)  # the window passes; no operator command runs
+        time.sleep(max(0.0, reserved_at + 3.2 - time.monotonic()))  # the window passes; no operator command runs
         created = http.post(f"{S}/tasks", json={"title": "retry policy"})
         assert created.status_code == 201, created.text
     assert Task.objects.count() == 1 and not Reservation.objects.exists()
