@@ -14,7 +14,6 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,7 +25,7 @@ from benchmarks.common import (  # noqa: E402
     recreate_database,
     setup_django,
 )
-from benchmarks.load import fmt, median_of, run_load  # noqa: E402
+from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
 
 CLIENTS = (8, 32)
 
@@ -104,6 +103,7 @@ def main() -> None:
         print(line, flush=True)
         lines.append(line)
 
+    ensure_wrk()
     url = bench_database_url()
     recreate_database(url)
     setup_django(url)
@@ -113,27 +113,24 @@ def main() -> None:
     rng = random.Random(1)
     bind_titles = sample_titles(rng, catalog100k, 5000)
 
-    def auth(slug: str, i: int) -> dict[str, str]:
-        return {"Authorization": f"Bearer {keys[slug][i]}"}
-
+    key = {"Idempotency-Key": "{unique}"}
     scenarios = {
-        "baseline: one INSERT": lambda i, n: ("POST", "/bench/insert", {"title": uuid.uuid4().hex}, auth("bench", i)),
-        "baseline: INSERT + idempotency key": lambda i, n: (
-            "POST", "/bench/insert-idempotent", {"title": "x"}, {**auth("bench", i), "Idempotency-Key": uuid.uuid4().hex}),
-        "create-task, new title": lambda i, n: (
-            "POST", "/v1/spaces/bench/tasks", {"title": f"bench task {uuid.uuid4().hex}"}, auth("bench", i)),
-        "create-task, new title + Idempotency-Key": lambda i, n: (
-            "POST", "/v1/spaces/bench/tasks", {"title": f"bench task {uuid.uuid4().hex}"},
-            {**auth("bench", i), "Idempotency-Key": uuid.uuid4().hex}),
-        "create-task, 409 occupied": lambda i, n: (
-            "POST", "/v1/spaces/bench/tasks", {"title": "review agent benchmark"}, auth("bench", i)),
-        "create-task, idempotent replay": lambda i, n: (
-            "POST", "/v1/spaces/bench/tasks", {"title": f"replayed {i}"}, {**auth("bench", i), "Idempotency-Key": f"r{i}"}),
-        "bind over HTTP, 10 rows": lambda i, n: (
-            "POST", "/v1/spaces/bind10/bind", {"title": bind_titles[(i * 7919 + n) % len(bind_titles)]}, auth("bind10", i)),
-        "bind over HTTP, 100,000 rows": lambda i, n: (
-            "POST", "/v1/spaces/bind100k/bind", {"title": bind_titles[(i * 7919 + n) % len(bind_titles)]},
-            auth("bind100k", i)),
+        "baseline: one INSERT": Scenario("/bench/insert", keys["bench"], body='{"title": "{unique}"}'),
+        "baseline: INSERT + idempotency key": Scenario(
+            "/bench/insert-idempotent", keys["bench"], body='{"title": "x"}', headers=key),
+        "create-task, new title": Scenario(
+            "/v1/spaces/bench/tasks", keys["bench"], body='{"title": "bench task {unique}"}'),
+        "create-task, new title + Idempotency-Key": Scenario(
+            "/v1/spaces/bench/tasks", keys["bench"], body='{"title": "bench task {unique}"}', headers=key),
+        "create-task, 409 occupied": Scenario(
+            "/v1/spaces/bench/tasks", keys["bench"], body='{"title": "review agent benchmark"}'),
+        "create-task, idempotent replay": Scenario(
+            "/v1/spaces/bench/tasks", keys["bench"], body='{"title": "replayed {agent}"}',
+            headers={"Idempotency-Key": "r{agent}"}),
+        "bind over HTTP, 10 rows": Scenario(
+            "/v1/spaces/bind10/bind", keys["bind10"], body='{"title": "{pick}"}', picks=bind_titles),
+        "bind over HTTP, 100,000 rows": Scenario(
+            "/v1/spaces/bind100k/bind", keys["bind100k"], body='{"title": "{pick}"}', picks=bind_titles),
     }
     results: dict[tuple[str, int], object] = {}
     with gunicorn(url, workers=2) as base:

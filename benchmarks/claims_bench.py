@@ -23,7 +23,7 @@ from benchmarks.common import (  # noqa: E402
     recreate_database,
     setup_django,
 )
-from benchmarks.load import fmt, median_of, run_load  # noqa: E402
+from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
 
 AGENTS = (1, 8, 32)
 OPEN_TASKS = 20_000
@@ -98,6 +98,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    ensure_wrk()
     url = bench_database_url()
     recreate_database(url)
     setup_django(url)
@@ -112,11 +113,8 @@ def main() -> None:
     add_tasks(space.pk, creator.pk, 10_000, "done")  # the 10,000-task table of the comparison below
     add_tasks(space.pk, creator.pk, OPEN_TASKS, "open")
 
-    def next_request(i, n):
-        return "POST", "/v1/spaces/claims/next", {}, {"Authorization": f"Bearer {keys[i]}"}
-
-    def bare_request(i, n):
-        return "POST", "/bench/claim", {}, {"Authorization": f"Bearer {keys[i]}"}
+    next_request = Scenario("/v1/spaces/claims/next", keys)
+    bare_request = Scenario("/bench/claim", keys)
 
     def measure(base, factory, agents):
         runs = []

@@ -1,83 +1,178 @@
-"""A small closed-loop HTTP load generator: N client threads, each one request at a time.
+"""Closed-loop HTTP load through wrk: N clients, each one request at a time.
 
-Threads are enough here: the client's work per request (a few hundred microseconds)
-is small next to the server's, and it keeps the benchmark to the standard library.
+wrk is a C load generator, so the client takes little of the machine's CPU from the
+server under test (a Python client on the same two cores took about half, which
+flattened every ratio against fixed per-request costs). Each client is one wrk thread
+with one connection, so client *i* is one agent with its own API key, as in a real team.
+
+A request is a `Scenario`: method, path, body and headers, where these placeholders
+are filled in per request by the Lua script:
+
+- ``{key}``: the client's API key (``keys[i]``), sent as ``Authorization: Bearer`` on every request;
+- ``{agent}``: the client's index *i*;
+- ``{unique}``: a string unique in the whole benchmark run (titles, Idempotency-Keys);
+- ``{pick}``: the next entry of ``picks`` (e.g. titles to bind), a different walk per client.
 """
 from __future__ import annotations
 
-import http.client
 import json
-import statistics
-import threading
-import time
-from dataclasses import dataclass
-from typing import Callable
-from urllib.parse import urlsplit
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
 
-# A request: (method, path, body or None, headers)
-RequestFactory = Callable[[int, int], tuple[str, str, object, dict[str, str]]]
+WRK = "wrk"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: str
+    keys: list[str]
+    body: str = "{}"
+    headers: dict[str, str] = field(default_factory=dict)
+    picks: list[str] = field(default_factory=list)
+    method: str = "POST"
 
 
 @dataclass
 class LoadResult:
     requests: int
     seconds: float
-    latencies_ms: list[float]
+    p99_ms: float
     statuses: dict[int, int]
+    errors: int = 0
 
     @property
     def rps(self) -> float:
         return self.requests / self.seconds
 
-    @property
-    def p99_ms(self) -> float:
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
+
+def ensure_wrk() -> None:
+    """wrk is a Debian package; install it where we may, else say how."""
+    if shutil.which(WRK):
+        return
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        print("== installing wrk (Debian package) for the load", flush=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        return
+    raise SystemExit("the benchmarks need wrk: apt-get install wrk")
 
 
-def run_load(base: str, make_request: RequestFactory, *, clients: int, seconds: float) -> LoadResult:
-    parts = urlsplit(base)
-    stop_at = time.monotonic() + seconds
-    lock = threading.Lock()
-    latencies: list[float] = []
-    statuses: dict[int, int] = {}
-    barrier = threading.Barrier(clients + 1)
+def lua_string(value: str) -> str:
+    """A Lua string literal for any text: printable ASCII as is, every other byte escaped."""
+    out = []
+    for byte in value.encode():
+        char = chr(byte)
+        out.append(char if 32 <= byte < 127 and char not in '"\\' else f"\\{byte}")
+    return '"' + "".join(out) + '"'
 
-    def client(index: int) -> None:
-        mine: list[float] = []
-        seen: dict[int, int] = {}
-        n = 0
-        barrier.wait()
-        while time.monotonic() < stop_at:
-            method, path, body, headers = make_request(index, n)
-            n += 1
-            payload = None if body is None else json.dumps(body)
-            started = time.perf_counter()
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-            try:
-                conn.request(method, path, body=payload, headers={"Content-Type": "application/json", **headers})
-                response = conn.getresponse()
-                response.read()
-                status = response.status
-            except OSError:
-                status = 599
-            finally:
-                conn.close()
-            mine.append((time.perf_counter() - started) * 1000)
-            seen[status] = seen.get(status, 0) + 1
-        with lock:
-            latencies.extend(mine)
-            for k, v in seen.items():
-                statuses[k] = statuses.get(k, 0) + v
 
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    started = time.monotonic()
-    for t in threads:
-        t.join()
-    return LoadResult(len(latencies), time.monotonic() - started, latencies, statuses)
+def lua_list(values: list[str]) -> str:
+    return "{" + ",".join(lua_string(v) for v in values) + "}"
+
+
+SCRIPT = r"""
+local keys = %(keys)s
+local picks = %(picks)s
+local method, path, body = %(method)s, %(path)s, %(body)s
+local header_names, header_values = %(header_names)s, %(header_values)s
+local nonce = %(nonce)s
+
+local threads = {}
+local next_id = 0
+function setup(thread)
+  thread:set("id", next_id)
+  next_id = next_id + 1
+  table.insert(threads, thread)
+end
+
+function init(args)
+  agent = id
+  counter = 0
+  statuses = {}
+end
+
+local function fill(template)
+  return (string.gsub(template, "{(%%a+)}", function(name)
+    if name == "key" then return keys[agent %% #keys + 1] end
+    if name == "agent" then return tostring(agent) end
+    if name == "unique" then return string.format("%%s-%%d-%%d", nonce, agent, counter) end
+    if name == "pick" and #picks > 0 then return picks[(agent * 7919 + counter) %% #picks + 1] end
+    return nil
+  end))
+end
+
+function request()
+  counter = counter + 1
+  local headers = {["Content-Type"] = "application/json"}
+  for n, name in ipairs(header_names) do headers[name] = fill(header_values[n]) end
+  return wrk.format(method, path, headers, fill(body))
+end
+
+function response(status, headers, body)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+
+function done(summary, latency, requests)
+  local merged = {}
+  for _, thread in ipairs(threads) do
+    for status, count in pairs(thread:get("statuses")) do
+      merged[status] = (merged[status] or 0) + count
+    end
+  end
+  local parts = {}
+  for status, count in pairs(merged) do table.insert(parts, string.format('"%%d": %%d', status, count)) end
+  local e = summary.errors
+  io.write(string.format('RESULT {"requests": %%d, "duration_us": %%d, "p99_us": %%d, "errors": %%d, "statuses": {%%s}}\n',
+    summary.requests, summary.duration, latency:percentile(99), e.connect + e.read + e.write + e.timeout,
+    table.concat(parts, ", ")))
+end
+"""
+
+
+def lua_script(scenario: Scenario) -> str:
+    headers = {"Authorization": "Bearer {key}", **scenario.headers}
+    names = list(headers)
+    return SCRIPT % {
+        "keys": lua_list(scenario.keys),
+        "picks": lua_list([json.dumps(p)[1:-1] for p in scenario.picks]),  # ready to sit inside a JSON string
+        "method": lua_string(scenario.method),
+        "path": lua_string(scenario.path),
+        "body": lua_string(scenario.body),
+        "header_names": lua_list(names),
+        "header_values": lua_list([headers[n] for n in names]),
+        "nonce": lua_string(secrets.token_hex(6)),
+    }
+
+
+def run_load(base: str, scenario: Scenario, *, clients: int, seconds: float) -> LoadResult:
+    ensure_wrk()
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(lua_script(scenario))
+    try:
+        completed = subprocess.run(
+            [WRK, f"-t{clients}", f"-c{clients}", f"-d{max(1, round(seconds))}s", "--timeout", "30s",
+             "-s", script.name, base + scenario.path],
+            check=True, capture_output=True, text=True,
+        )
+    finally:
+        Path(script.name).unlink()
+    match = re.search(r"^RESULT (.*)$", completed.stdout, re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"wrk printed no result:\n{completed.stdout}\n{completed.stderr}")
+    data = json.loads(match.group(1))
+    return LoadResult(
+        requests=data["requests"],
+        seconds=data["duration_us"] / 1e6,
+        p99_ms=data["p99_us"] / 1000,
+        statuses={int(k): v for k, v in data["statuses"].items()},
+        errors=data["errors"],
+    )
 
 
 def median_of(results: list[LoadResult]) -> LoadResult:
@@ -88,8 +183,5 @@ def median_of(results: list[LoadResult]) -> LoadResult:
 
 def fmt(result: LoadResult) -> str:
     codes = ",".join(f"{k}:{v}" for k, v in sorted(result.statuses.items()))
-    return f"{result.rps:8.0f} req/s  p99 {result.p99_ms:6.1f} ms  [{codes}]"
-
-
-def mean(values: list[float]) -> float:
-    return statistics.fmean(values) if values else float("nan")
+    errors = f" errors:{result.errors}" if result.errors else ""
+    return f"{result.rps:8.0f} req/s  p99 {result.p99_ms:6.1f} ms  [{codes}{errors}]"

@@ -8,6 +8,28 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 
+# Server-side binding lets psycopg prepare a statement after its fifth run on a
+# connection, so the hot statements (key lookup, reserve, mutate, claim) skip parsing and
+# planning. Behind a transaction-mode pooler (PgBouncer without prepared-statement
+# support) turn it off in the URL: ?prepare_threshold=none&server_side_binding=false.
+POSTGRES_DEFAULTS: dict[str, object] = {"server_side_binding": True, "prepare_threshold": 5}
+
+
+def _option(name: str, value: str) -> object:
+    """Query-string options arrive as text; the two Django/psycopg read by type are converted."""
+    if name == "server_side_binding":
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"DATABASE_URL: server_side_binding must be true or false, not {value!r}")
+        return value.lower() in ("true", "1")
+    if name == "prepare_threshold":
+        if value.lower() in ("none", ""):
+            return None
+        if not value.isdigit():
+            raise ValueError(f"DATABASE_URL: prepare_threshold must be a number or none, not {value!r}")
+        return int(value)
+    return value
+
+
 def parse_database_url(url: str, *, base_dir: Path, conn_max_age: int) -> dict:
     parts = urlsplit(url)
     if parts.scheme in ("sqlite", "sqlite3"):
@@ -16,7 +38,7 @@ def parse_database_url(url: str, *, base_dir: Path, conn_max_age: int) -> dict:
         name = path if Path(path).is_absolute() else str(base_dir / path)
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": name or str(base_dir / "db.sqlite3")}
     if parts.scheme in ("postgres", "postgresql", "pgsql"):
-        options = dict(parse_qsl(parts.query))
+        options = {**POSTGRES_DEFAULTS, **{name: _option(name, value) for name, value in parse_qsl(parts.query)}}
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(parts.path.lstrip("/")) or "spaces",

@@ -1,0 +1,41 @@
+from pathlib import Path
+
+import pytest
+
+from settings.database_url import parse_database_url
+
+BASE = Path("/srv/spaces")
+
+
+def parse(url: str) -> dict:
+    return parse_database_url(url, base_dir=BASE, conn_max_age=600)
+
+
+def test_postgres_prepares_hot_statements_by_default():
+    db = parse("postgres://app:s%40cret@db.internal:6543/spaces")
+    assert db["ENGINE"] == "django.db.backends.postgresql"
+    assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == (
+        "app", "s@cret", "db.internal", "6543", "spaces")
+    assert db["OPTIONS"] == {"server_side_binding": True, "prepare_threshold": 5}
+    assert db["CONN_MAX_AGE"] == 600
+
+
+def test_a_pooler_in_transaction_mode_can_turn_prepared_statements_off():
+    db = parse("postgres://app@pgbouncer/spaces?prepare_threshold=none&server_side_binding=false&sslmode=require")
+    assert db["OPTIONS"] == {"server_side_binding": False, "prepare_threshold": None, "sslmode": "require"}
+
+
+@pytest.mark.parametrize("query", ["server_side_binding=maybe", "prepare_threshold=-1", "prepare_threshold=five"])
+def test_typed_options_refuse_bad_values(query):
+    with pytest.raises(ValueError, match=query.split("=")[0]):
+        parse(f"postgres://app@db/spaces?{query}")
+
+
+def test_sqlite_paths():
+    assert parse("sqlite:///db.sqlite3")["NAME"] == str(BASE / "db.sqlite3")
+    assert parse("sqlite:////var/lib/spaces.db")["NAME"] == "/var/lib/spaces.db"
+
+
+def test_unknown_schemes_are_refused():
+    with pytest.raises(ValueError, match="unsupported scheme"):
+        parse("mysql://app@db/spaces")
