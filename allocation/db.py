@@ -5,7 +5,11 @@ from django.db import connection, models
 
 
 def insert_unless_conflict(
-    instance: models.Model, conflict_fields: list[str], *, unless_exists: list[tuple[str, list]] = ()
+    instance: models.Model,
+    conflict_fields: list[str],
+    *,
+    unless_exists: list[tuple[str, list]] = (),
+    sql_values: dict[str, str] | None = None,
 ) -> bool:
     """``INSERT … ON CONFLICT (…) DO NOTHING RETURNING id`` for ``instance``.
 
@@ -14,20 +18,26 @@ def insert_unless_conflict(
     params) found a row. One statement, no savepoint and no IntegrityError, so it costs
     a single round trip and never breaks the caller's transaction (PostgreSQL and
     SQLite ≥ 3.35 both speak this).
+
+    ``sql_values`` gives some fields an SQL expression instead of the instance's value
+    (e.g. ``nextval(…)``); the values the row got are set on the instance.
     """
     meta = instance._meta
     quote = connection.ops.quote_name
+    sql_values = sql_values or {}
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     columns = ", ".join(quote(f.column) for f in fields)
-    params = [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields]
+    params = [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields if f.name not in sql_values]
+    values = ", ".join(sql_values.get(f.name, "%s") for f in fields)
+    returning = ", ".join([quote(meta.pk.column), *(quote(meta.get_field(name).column) for name in sql_values)])
     conflict = ", ".join(quote(meta.get_field(name).column) for name in conflict_fields)
     # INSERT … SELECT with a WHERE clause (SQLite needs the WHERE to parse ON CONFLICT after a SELECT).
     where = " AND ".join(f"NOT EXISTS ({sql})" for sql, _ in unless_exists) or "1 = 1"
     for _, subquery_params in unless_exists:
         params.extend(subquery_params)
     sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {', '.join(['%s'] * len(fields))} WHERE {where} "
-        f"ON CONFLICT ({conflict}) DO NOTHING RETURNING {quote(meta.pk.column)}"
+        f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {values} WHERE {where} "
+        f"ON CONFLICT ({conflict}) DO NOTHING RETURNING {returning}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -35,18 +45,27 @@ def insert_unless_conflict(
     if row is None:
         return False
     instance.pk = row[0]
+    for name, value in zip(sql_values, row[1:]):
+        setattr(instance, meta.get_field(name).attname, value)
     instance._state.adding = False
     instance._state.db = connection.alias
     return True
 
 
-def insert_or_fetch(instance: models.Model, conflict_fields: list[str]) -> tuple[models.Model | None, bool]:
+def insert_or_fetch(
+    instance: models.Model, conflict_fields: list[str], *, flush_on_commit: bool = True
+) -> tuple[models.Model | None, bool]:
     """Insert ``instance`` or read the row that holds its unique key, in one round trip.
 
     Returns ``(row, created)``. PostgreSQL only: one statement whose INSERT … ON CONFLICT
     DO NOTHING either returns the new row or lets the second half return the existing one.
     When the existing row committed after the statement began it is not visible to that
     statement: the caller gets ``(None, False)`` and reads it again.
+
+    ``flush_on_commit=False`` commits without waiting for the WAL to reach disk
+    (``synchronous_commit`` off for this one statement's transaction). Only for rows whose
+    loss in a database crash is harmless: any later synchronous commit on the server
+    flushes them too, so they are lost only together with everything after them.
     """
     meta = instance._meta
     quote = connection.ops.quote_name
@@ -57,9 +76,14 @@ def insert_or_fetch(instance: models.Model, conflict_fields: list[str]) -> tuple
     conflict_columns = [quote(meta.get_field(name).column) for name in conflict_fields]
     match = " AND ".join(f"{column} = %s" for column in conflict_columns)
     match_params = [getattr(instance, meta.get_field(name).attname) for name in conflict_fields]
+    # set_config(…, true) lasts until this statement's own transaction commits.
+    async_commit = "" if flush_on_commit else (
+        "async_commit AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), ")
+    source = "" if flush_on_commit else " FROM async_commit"
     sql = (
-        f"WITH inserted AS (INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(insert_fields))}) ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING "
+        f"WITH {async_commit}inserted AS (INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
+        f"SELECT {', '.join(['%s'] * len(insert_fields))}{source} "
+        f"ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING "
         f"RETURNING {all_columns}) "
         f"SELECT {all_columns}, true FROM inserted "
         f"UNION ALL SELECT {all_columns}, false FROM {table} WHERE {match} AND NOT EXISTS (SELECT 1 FROM inserted)"

@@ -83,7 +83,11 @@ def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path:
         updated_at=now,
     )
     if connection.vendor == "postgresql":
-        operation, created = insert_or_fetch(first_touch, ["space", "member", "key"])  # one round trip
+        # One round trip, and no wait for a disk flush: until this request's own writes
+        # commit (synchronously, flushing this row with them) a first touch promises
+        # nothing to anyone. If a crash loses it, the client never got an answer and its
+        # retry simply touches first again.
+        operation, created = insert_or_fetch(first_touch, ["space", "member", "key"], flush_on_commit=False)
     else:
         operation = Operation.objects.filter(**scope).first()
         created = operation is None and insert_unless_conflict(first_touch, ["space", "member", "key"])

@@ -178,7 +178,7 @@ def reserve(
     space: Space,
     key: ConflictKey,
     member: Member,
-    received_seq: int,
+    received_seq: int | None,
     payload_sha256: str,
     work_item_id: str | None = None,
     operation: Operation | None = None,
@@ -189,6 +189,9 @@ def reserve(
     crashed process never blocks a key longer than the window, with or without the
     operator command. A reservation left by the same idempotent operation is taken over
     too: a retry does not lose to itself.
+
+    ``received_seq=None`` (PostgreSQL) takes the arrival number from the sequence in the
+    reservation statement itself; ``reservation.received_seq`` then holds it.
     """
     now = timezone.now()
     expires_at = now + timedelta(seconds=space.allocation_window_seconds)
@@ -209,8 +212,9 @@ def reserve(
     if work_item_id is not None:
         held_sql = f"SELECT 1 FROM {SlotHold._meta.db_table} WHERE space_id = %s AND work_item_id = %s"
         unless.append((held_sql, [space.pk, work_item_id]))
+    sql_values = {"received_seq": "nextval('allocation_received_seq')"} if received_seq is None else None
     reservation = Reservation(**key_filter(space, key), **fields)
-    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, unless_exists=unless):
+    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, unless_exists=unless, sql_values=sql_values):
         return reservation
     # Refused: say why. A hold comes first, then a durable occupant, then a reservation.
     if work_item_id is not None and SlotHold.objects.filter(space=space, work_item_id=work_item_id).exists():
@@ -228,7 +232,7 @@ def reserve(
                     raise reserved_error(existing, key)
                 existing.delete()  # lazily expired (or our own earlier attempt's): replace it
             reservation = Reservation(**key_filter(space, key), **fields)
-            if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS):
+            if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, sql_values=sql_values):
                 return reservation
         # Three rounds lost to concurrent churn: report the key as busy rather than spin.
         raise reserved_error(Reservation(pk=0), key)

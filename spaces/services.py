@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from spaces import errors
 from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_key
+from spaces.key_lookup import key_by_prefix
 from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
 
 KEY_PREFIX_ALPHABET = string.ascii_lowercase + string.digits
@@ -85,7 +86,7 @@ def authenticate_key(raw: str) -> ApiKey | None:
     if parts is None:
         return None
     prefix, secret = parts
-    key = ApiKey.objects.select_related("member", "space").filter(prefix=prefix).first()
+    key = key_by_prefix(prefix)
     if key is None or not hmac.compare_digest(key.key_hash, hash_secret(secret)):
         return None
     now = timezone.now()

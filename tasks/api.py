@@ -69,7 +69,9 @@ class TaskListView(SpaceView):
     @extend_schema(request=TaskCreateSerializer)
     def post(self, request: Request, slug: str) -> Response:
         data = self.validated(TaskCreateSerializer)
-        task = services.create_task(space=self.space, actor=self.member, operation=operation_of(request), **data)
+        # The space came with the API key in this request, catalog version included.
+        task = services.create_task(space=self.space, actor=self.member, operation=operation_of(request),
+                                    catalog_version=self.space.catalog_version, **data)
         return Response(TaskSerializer(task).data, status=status.HTTP_201_CREATED)
 
 
@@ -80,10 +82,11 @@ class TaskWindowView(SpaceView):
     def post(self, request: Request, slug: str) -> Response:
         proposals = self.validated(WindowSerializer)["proposals"]
         return Response({"results": run_window(space=self.space, actor=self.member, proposals=proposals,
-                                               operation=operation_of(request))})
+                                               operation=operation_of(request),
+                                               catalog_version=self.space.catalog_version)})
 
 
-def run_window(*, space, actor, proposals: list, operation=None) -> list[dict]:
+def run_window(*, space, actor, proposals: list, operation=None, catalog_version: int | None = None) -> list[dict]:
     """SPEC §4.7 for any front: validate each proposal, create the valid ones in array order,
     answer each exactly as a single create would have."""
     results = []
@@ -96,7 +99,7 @@ def run_window(*, space, actor, proposals: list, operation=None) -> list[dict]:
             error = translate(ValidationError(serializer.errors))
             results.append({"index": index, "status": error.http_status, "body": error.as_body()})
     outcomes = services.create_tasks_window(space=space, actor=actor, proposals=[p for _, p in valid],
-                                            operation=operation)
+                                            operation=operation, catalog_version=catalog_version)
     for (index, _), outcome in zip(valid, outcomes):
         body = TaskSerializer(outcome.task).data if outcome.task else outcome.error.as_body()
         results.append({"index": index, "status": outcome.status, "body": body})

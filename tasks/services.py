@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from allocation import services as allocation
+from allocation.catalog_index import current_catalog_version
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode, Operation
 from spaces.errors import DomainError
@@ -49,9 +50,21 @@ def create_task(
     delivery_mode: str = DeliveryMode.RESULT,
     work_item_id: str | None = None,
     operation: Operation | None = None,
+    catalog_version: int | None = None,
 ) -> Task:
-    """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6."""
-    received_seq, catalog_version = allocation.arrive(space)  # taken at arrival, before binding
+    """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6.
+
+    ``catalog_version`` is the space's catalog version as this request read it (the key
+    lookup loads the space with it); without it the version is read here.
+    """
+    if connection.vendor == "postgresql":
+        # The arrival number is taken by the reservation statement itself, so intents get
+        # their numbers in the order they reach the allocator, with no round trip of its own.
+        received_seq = None
+        if catalog_version is None:
+            catalog_version = current_catalog_version(space.pk)
+    else:
+        received_seq, catalog_version = allocation.arrive(space)
     bound = allocation.bind_title(
         space=space, title=title, work_item_id=work_item_id, delivery_mode=delivery_mode,
         catalog_version=catalog_version,
@@ -79,7 +92,7 @@ def create_task(
         conflict_target=key.target,
         status=TaskStatus.OPEN,
         creator=actor,
-        received_seq=received_seq,
+        received_seq=reservation.received_seq,
         payload_sha256=digest,
     )
     try:
@@ -160,12 +173,16 @@ class WindowResult:
     error: DomainError | None
 
 
-def create_tasks_window(*, space: Space, actor: Member, proposals: list[dict], operation: Operation | None = None) -> list[WindowResult]:
+def create_tasks_window(
+    *, space: Space, actor: Member, proposals: list[dict], operation: Operation | None = None,
+    catalog_version: int | None = None,
+) -> list[WindowResult]:
     """SPEC §4.7: each proposal in array order, each answered as a single create would be."""
     results = []
     for index, proposal in enumerate(proposals):
         try:
-            task = create_task(space=space, actor=actor, operation=operation, **proposal)
+            task = create_task(space=space, actor=actor, operation=operation, catalog_version=catalog_version,
+                               **proposal)
         except DomainError as error:
             results.append(WindowResult(index, error.http_status, None, error))
         else:

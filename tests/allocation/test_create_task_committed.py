@@ -52,3 +52,47 @@ def test_the_occupancy_constraint_decides_when_a_reservation_was_lost(monkeypatc
     assert Task.objects.count() == 1
     assert Space.objects.get(pk=space.pk).task_counter == 1  # the loser's number was rolled back
     assert not Reservation.objects.exists()
+
+
+@pytest.mark.postgres
+def test_reservations_write_no_wal_but_tasks_and_occupancy_do():
+    """Reservations mean nothing after a crash, so their table is UNLOGGED (no flush to
+    wait for when reserving); what must survive a crash stays logged."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, relpersistence FROM pg_class WHERE relname IN "
+            "('allocation_reservation', 'allocation_occupancy', 'tasks_task', 'allocation_operation')"
+        )
+        persistence = dict(cursor.fetchall())
+    assert persistence == {"allocation_reservation": "u", "allocation_occupancy": "p", "tasks_task": "p",
+                           "allocation_operation": "p"}
+
+
+@pytest.mark.postgres
+def test_the_reservation_statement_takes_the_arrival_number_from_the_sequence():
+    space = load_agent_lab()
+    member, _ = member_with_key(space, "writer")
+    first = services.create_task(space=space, actor=member, title="Retry policy")
+    second = services.create_task(space=space, actor=member, title="Write the onboarding guide")
+    assert 0 < first.received_seq < second.received_seq
+    assert Task.objects.get(pk=second.pk).received_seq == second.received_seq
+
+
+@pytest.mark.postgres
+def test_a_first_touch_commits_without_a_flush_but_leaves_the_session_durable():
+    """The Idempotency-Key's first touch turns synchronous_commit off for its own
+    statement only: every later commit on the connection still waits for the disk."""
+    from django.db import connection
+
+    from allocation.idempotency import begin_operation
+
+    space = load_agent_lab()
+    member, _ = member_with_key(space, "writer")
+    api_key = member.api_keys.get()
+    begun = begin_operation(api_key=api_key, idempotency_key="k1", method="POST", path="/x", fingerprint="f")
+    assert not begun.replay and begun.operation.pk
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
