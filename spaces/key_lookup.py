@@ -28,11 +28,24 @@ def lookup_sql(vendor: str) -> str:
     )
 
 
+@cache
+def converters(model: type[Model], vendor: str) -> list[tuple]:
+    """Per column, the converters the ORM's compiler would apply (the backend's, e.g.
+    SQLite's datetimes, then the field's own), with the column expression they expect."""
+    out = []
+    for field in model._meta.concrete_fields:
+        column = field.get_col(model._meta.db_table)
+        out.append((column, connection.ops.get_db_converters(column) + column.get_db_converters(connection)))
+    return out
+
+
 def instance(model: type[Model], values: tuple) -> Model:
-    fields = model._meta.concrete_fields
-    converted = [f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
-                 for f, v in zip(fields, values)]
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+    converted = []
+    for (column, functions), value in zip(converters(model, connection.vendor), values):
+        for convert in functions:
+            value = convert(value, column, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in model._meta.concrete_fields], converted)
 
 
 def key_by_prefix(prefix: str) -> ApiKey | None:
