@@ -4,12 +4,27 @@ from __future__ import annotations
 from django.db import connection, models
 
 
+def async_commit_cte(flush_on_commit: bool) -> tuple[str, str]:
+    """``(common table expression, FROM clause)`` that let one statement commit without waiting for
+    the WAL to reach disk: ``synchronous_commit`` off for that statement's own
+    transaction only (``set_config(…, true)`` ends with it). Only for rows whose loss in a
+    database crash is harmless: any later synchronous commit on the server flushes them
+    too, so they are lost only together with everything after them. PostgreSQL only, and
+    only when the statement is its own transaction: inside a caller's transaction the
+    setting would last until the caller's commit. Otherwise both parts are empty.
+    """
+    if flush_on_commit or connection.vendor != "postgresql" or connection.in_atomic_block:
+        return "", ""
+    return "async_commit AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))", " FROM async_commit"
+
+
 def insert_unless_conflict(
     instance: models.Model,
     conflict_fields: list[str],
     *,
     unless_exists: list[tuple[str, list]] = (),
     sql_values: dict[str, str] | None = None,
+    flush_on_commit: bool = True,
 ) -> bool:
     """``INSERT … ON CONFLICT (…) DO NOTHING RETURNING id`` for ``instance``.
 
@@ -21,6 +36,7 @@ def insert_unless_conflict(
 
     ``sql_values`` gives some fields an SQL expression instead of the instance's value
     (e.g. ``nextval(…)``); the values the row got are set on the instance.
+    ``flush_on_commit=False``: see ``async_commit_cte``.
     """
     meta = instance._meta
     quote = connection.ops.quote_name
@@ -35,8 +51,9 @@ def insert_unless_conflict(
     where = " AND ".join(f"NOT EXISTS ({sql})" for sql, _ in unless_exists) or "1 = 1"
     for _, subquery_params in unless_exists:
         params.extend(subquery_params)
+    async_commit, source = async_commit_cte(flush_on_commit)
     sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {values} WHERE {where} "
+        f"{f'WITH {async_commit} ' if async_commit else ''}INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {values}{source} WHERE {where} "
         f"ON CONFLICT ({conflict}) DO NOTHING RETURNING {returning}"
     )
     with connection.cursor() as cursor:
@@ -62,10 +79,7 @@ def insert_or_fetch(
     When the existing row committed after the statement began it is not visible to that
     statement: the caller gets ``(None, False)`` and reads it again.
 
-    ``flush_on_commit=False`` commits without waiting for the WAL to reach disk
-    (``synchronous_commit`` off for this one statement's transaction). Only for rows whose
-    loss in a database crash is harmless: any later synchronous commit on the server
-    flushes them too, so they are lost only together with everything after them.
+    ``flush_on_commit=False``: see ``async_commit_cte``.
     """
     meta = instance._meta
     quote = connection.ops.quote_name
@@ -76,12 +90,9 @@ def insert_or_fetch(
     conflict_columns = [quote(meta.get_field(name).column) for name in conflict_fields]
     match = " AND ".join(f"{column} = %s" for column in conflict_columns)
     match_params = [getattr(instance, meta.get_field(name).attname) for name in conflict_fields]
-    # set_config(…, true) lasts until this statement's own transaction commits.
-    async_commit = "" if flush_on_commit else (
-        "async_commit AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), ")
-    source = "" if flush_on_commit else " FROM async_commit"
+    async_commit, source = async_commit_cte(flush_on_commit)
     sql = (
-        f"WITH {async_commit}inserted AS (INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
+        f"WITH {f'{async_commit}, ' if async_commit else ''}inserted AS (INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
         f"SELECT {', '.join(['%s'] * len(insert_fields))}{source} "
         f"ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING "
         f"RETURNING {all_columns}) "

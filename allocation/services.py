@@ -214,7 +214,10 @@ def reserve(
         unless.append((held_sql, [space.pk, work_item_id]))
     sql_values = {"received_seq": "nextval('allocation_received_seq')"} if received_seq is None else None
     reservation = Reservation(**key_filter(space, key), **fields)
-    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, unless_exists=unless, sql_values=sql_values):
+    # Committed without waiting for a flush: the table is UNLOGGED, but its foreign-key
+    # checks lock rows of logged tables, which would otherwise make the commit wait.
+    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, unless_exists=unless, sql_values=sql_values,
+                              flush_on_commit=False):
         return reservation
     # Refused: say why. A hold comes first, then a durable occupant, then a reservation.
     if work_item_id is not None and SlotHold.objects.filter(space=space, work_item_id=work_item_id).exists():

@@ -96,3 +96,16 @@ def test_a_first_touch_commits_without_a_flush_but_leaves_the_session_durable():
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
+
+
+@pytest.mark.postgres
+def test_inside_a_callers_transaction_nothing_commits_without_a_flush():
+    from django.db import connection, transaction
+
+    from allocation.db import async_commit_cte
+
+    assert async_commit_cte(False)[0].startswith("async_commit")
+    assert async_commit_cte(True) == ("", "")
+    with transaction.atomic():
+        assert async_commit_cte(False) == ("", "")  # the setting would outlive the statement
+    assert not connection.in_atomic_block
