@@ -16,7 +16,7 @@ from allocation import errors
 from allocation.binding import SlotScore, decide, normalize_title, tokens
 from allocation.catalog_index import catalog_index, current_catalog_version
 from allocation.conflict_keys import ConflictKey, task_target
-from allocation.db import insert_unless_conflict
+from allocation.db import async_commit_cte, insert_unless_conflict
 from allocation.models import (
     TASK_DELIVERY_MODES,
     ConflictKind,
@@ -129,12 +129,19 @@ def next_received_seq() -> int:
 
 def occupied_error(occupancy: Occupancy, key: ConflictKey) -> errors.ConflictKeyOccupied:
     if occupancy.task_id is not None:
-        task = occupancy.task
-        winner = {"type": "task", "id": task.number, "status": task.status}
-        detail = f"Task {task.number} already holds this work ({task.status}): claim or join it instead of creating it again."
+        return occupant_error(key, task_number=occupancy.task.number, task_status=occupancy.task.status)
+    return occupant_error(key, note_id=occupancy.note_id)
+
+
+def occupant_error(
+    key: ConflictKey, *, task_number: int | None = None, task_status: str = "", note_id: int | None = None
+) -> errors.ConflictKeyOccupied:
+    if task_number is not None:
+        winner = {"type": "task", "id": task_number, "status": task_status}
+        detail = f"Task {task_number} already holds this work ({task_status}): claim or join it instead of creating it again."
     else:
-        winner = {"type": "note", "id": occupancy.note_id}
-        detail = f"You already left this note (note {occupancy.note_id}); nothing was written."
+        winner = {"type": "note", "id": note_id}
+        detail = f"You already left this note (note {note_id}); nothing was written."
     return errors.ConflictKeyOccupied(
         detail, conflict_key=key.as_dict(), outcome="redirect", winner=winner, write_occurred=False
     )
@@ -203,6 +210,11 @@ def reserve(
         created_at=now,
         expires_at=expires_at,
     )
+    if connection.vendor == "postgresql" and received_seq is None:
+        reservation = reserve_or_say_why(space=space, key=key, work_item_id=work_item_id, fields=fields)
+        if reservation is not None:
+            return reservation
+        return reserve_over_reservation(space=space, key=key, fields=fields, operation=operation, now=now)
     # Fast path, one statement: take the key unless it is occupied, held or reserved.
     occupied_sql = (
         f"SELECT 1 FROM {Occupancy._meta.db_table} "
@@ -225,7 +237,17 @@ def reserve(
     occupancy = find_occupancy(space, key)
     if occupancy is not None:
         raise occupied_error(occupancy, key)
-    # Someone holds a reservation: decide under its row lock whether it is live.
+    return reserve_over_reservation(space=space, key=key, fields=fields, operation=operation, now=now,
+                                    sql_values=sql_values)
+
+
+def reserve_over_reservation(
+    *, space: Space, key: ConflictKey, fields: dict, operation: Operation | None, now: datetime,
+    sql_values: dict[str, str] | None = None,
+) -> Reservation:
+    """Someone holds a reservation on the key: decide under its row lock whether it is live."""
+    if sql_values is None and fields["received_seq"] is None:
+        sql_values = {"received_seq": "nextval('allocation_received_seq')"}
     with transaction.atomic():
         for _ in range(3):
             existing = Reservation.objects.select_for_update().filter(**key_filter(space, key)).first()
@@ -239,6 +261,64 @@ def reserve(
                 return reservation
         # Three rounds lost to concurrent churn: report the key as busy rather than spin.
         raise reserved_error(Reservation(pk=0), key)
+
+
+# PostgreSQL's reserve in one round trip (SPEC §4.5 steps 2-4): insert the reservation
+# unless the slot is held or the key occupied, and otherwise say which, with the winner
+# the 409 names. An empty answer means another intent's reservation holds the key. The
+# arrival number comes from the sequence here, so it follows the order intents reach
+# the allocator. The commit does not wait for a flush (see allocation.db.async_commit_cte):
+# the table is UNLOGGED, but its foreign-key checks lock rows of logged tables.
+RESERVE_SQL = """
+WITH {async_commit}held AS (
+    SELECT 1 FROM allocation_slothold WHERE space_id = %(space)s AND work_item_id = %(work_item_id)s AND {with_hold}
+), occupant AS (
+    SELECT o.task_id, o.note_id, t.number, t.status FROM allocation_occupancy o
+    LEFT JOIN tasks_task t ON t.id = o.task_id
+    WHERE o.space_id = %(space)s AND o.kind = %(kind)s AND o.target = %(target)s
+      AND o.delivery_mode = %(delivery_mode)s
+), inserted AS (
+    INSERT INTO allocation_reservation (space_id, kind, target, delivery_mode, received_seq, payload_sha256,
+                                        member_id, operation_id, created_at, expires_at)
+    SELECT %(space)s, %(kind)s, %(target)s, %(delivery_mode)s, nextval('allocation_received_seq'),
+           %(payload_sha256)s, %(member)s, %(operation)s, %(now)s, %(expires_at)s {source}
+    WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM occupant)
+    ON CONFLICT (space_id, kind, target, delivery_mode) DO NOTHING
+    RETURNING id, received_seq
+)
+SELECT 'reserved', id, received_seq, NULL::bigint, NULL::varchar FROM inserted
+UNION ALL SELECT 'held', NULL, NULL, NULL, NULL FROM held
+UNION ALL SELECT 'occupied', task_id, note_id, number, status FROM occupant
+"""
+
+
+def reserve_or_say_why(*, space: Space, key: ConflictKey, work_item_id: str | None, fields: dict) -> Reservation | None:
+    """The reservation, or None when another reservation holds the key; raises held/occupied."""
+    async_commit, source = async_commit_cte(flush_on_commit=False)
+    sql = RESERVE_SQL.format(async_commit=f"{async_commit}, " if async_commit else "", source=source,
+                             with_hold="true" if work_item_id is not None else "false")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {
+            "space": space.pk, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode,
+            "work_item_id": work_item_id or "", "payload_sha256": fields["payload_sha256"],
+            "member": fields["member"].pk, "operation": fields["operation"].pk if fields["operation"] else None,
+            "now": fields["created_at"], "expires_at": fields["expires_at"],
+        })
+        rows = {row[0]: row[1:] for row in cursor.fetchall()}
+    if "held" in rows:
+        raise held_error(work_item_id, key)
+    if "occupied" in rows:
+        task_id, note_id, number, status = rows["occupied"]
+        if task_id is not None:
+            raise occupant_error(key, task_number=number, task_status=status)
+        raise occupant_error(key, note_id=note_id)
+    if "reserved" not in rows:
+        return None
+    pk, received_seq = rows["reserved"][:2]
+    reservation = Reservation(pk=pk, **key_filter(space, key), **{**fields, "received_seq": received_seq})
+    reservation._state.adding = False
+    reservation._state.db = connection.alias
+    return reservation
 
 
 def occupy(*, reservation: Reservation, space: Space, key: ConflictKey, task=None, note=None) -> Occupancy:

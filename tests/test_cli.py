@@ -62,7 +62,11 @@ def test_a_retried_create_is_one_task_on_the_server():
     def release_soon():
         from django.db import connection
 
-        time.sleep(0.5)  # the CLI's first try meets 409 conflict_key_reserved and retries after 200 ms
+        # Release once the CLI's first try has met 409 conflict_key_reserved (its operation
+        # is then retryable); the CLI retries after 200 ms.
+        deadline = time.monotonic() + 60
+        while not Operation.objects.filter(member=member, state="unknown").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
         Reservation.objects.filter(pk=held.pk).delete()
         connection.close()
 
