@@ -40,6 +40,7 @@ from tasks.serializers import (
     TaskEventSerializer,
     TaskSerializer,
     WindowSerializer,
+    plain_task_create,
 )
 
 
@@ -68,7 +69,7 @@ class TaskListView(SpaceView):
 
     @extend_schema(request=TaskCreateSerializer)
     def post(self, request: Request, slug: str) -> Response:
-        data = self.validated(TaskCreateSerializer)
+        data = plain_task_create(request.data) or self.validated(TaskCreateSerializer)
         # The space came with the API key in this request, catalog version included.
         task = services.create_task(space=self.space, actor=self.member, operation=operation_of(request),
                                     catalog_version=self.space.catalog_version, **data)
