@@ -3,6 +3,7 @@ bare SKIP LOCKED claim and (b) the same claim over psycopg without HTTP, at 1, 8
 agents; then `next` with 1,000,000 finished tasks in the table against 10,000.
 
     .venv/bin/python benchmarks/claims_bench.py [--seconds 3] [--repeats 3]
+    BENCH_WORKERS=5 .venv/bin/python benchmarks/claims_bench.py   # another gunicorn worker count
 
 Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/spaces_bench). Prints figures; asserts nothing.
@@ -10,6 +11,7 @@ postgres://postgres@127.0.0.1:5432/spaces_bench). Prints figures; asserts nothin
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -26,6 +28,7 @@ from benchmarks.common import (  # noqa: E402
 from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
 
 AGENTS = (1, 8, 32)
+WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))  # gunicorn sync workers serving both HTTP paths
 OPEN_TASKS = 20_000
 
 
@@ -124,9 +127,9 @@ def main() -> None:
         return median_of(runs)
 
     figures = {}
-    with gunicorn(url, workers=2) as base:
+    with gunicorn(url, workers=WORKERS) as base:
         run_load(base, next_request, clients=2, seconds=0.5)
-        print(f"== claims/s, gunicorn 2 sync workers, median of {args.repeats} x {args.seconds:g} s "
+        print(f"== claims/s, gunicorn {WORKERS} sync workers, median of {args.repeats} x {args.seconds:g} s "
               f"({OPEN_TASKS:,} open tasks)")
         for agents in AGENTS:
             nxt = measure(base, next_request, agents)
