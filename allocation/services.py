@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from allocation import errors
 from allocation.binding import SlotScore, decide, normalize_title, tokens
-from allocation.catalog_index import catalog_index, current_catalog_version
+from allocation.catalog_index import catalog_index
 from allocation.conflict_keys import ConflictKey, task_target
 from allocation.db import async_commit_cte, insert_unless_conflict
 from allocation.models import (
@@ -100,27 +100,13 @@ def bind_title(
 # --- Arrival order ---------------------------------------------------------------------------
 
 
-def arrive(space: Space) -> tuple[int, int]:
-    """``(received_seq, catalog_version)`` in one round trip, taken when an intent arrives.
-
-    ``received_seq`` comes from a database sequence (SPEC §4.5); the catalog version tells
-    the bind index whether this process's copy is current.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT nextval('allocation_received_seq'), catalog_version FROM spaces_space WHERE id = %s",
-                [space.pk],
-            )
-            return cursor.fetchone()
-    return ReceivedSeqTicket.objects.create().pk, current_catalog_version(space.pk)
+# On PostgreSQL the arrival number is taken by the reserve statement itself, so intents
+# get their numbers in the order they reach the allocator, with no round trip of its own.
+NEXT_RECEIVED_SEQ = "nextval('allocation_received_seq')"
 
 
 def next_received_seq() -> int:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT nextval('allocation_received_seq')")
-            return cursor.fetchone()[0]
+    """An arrival number where there is no sequence (SQLite): one ticket row each."""
     return ReceivedSeqTicket.objects.create().pk
 
 
@@ -185,10 +171,10 @@ def reserve(
     space: Space,
     key: ConflictKey,
     member: Member,
-    received_seq: int | None,
     payload_sha256: str,
     work_item_id: str | None = None,
     operation: Operation | None = None,
+    received_seq: int | None = None,
 ) -> Reservation:
     """Steps 2–4 of SPEC §4.5, committed before returning; raises the 409 that applies.
 
@@ -197,24 +183,17 @@ def reserve(
     operator command. A reservation left by the same idempotent operation is taken over
     too: a retry does not lose to itself.
 
-    ``received_seq=None`` (PostgreSQL) takes the arrival number from the sequence in the
-    reservation statement itself; ``reservation.received_seq`` then holds it.
+    The arrival number is taken here (SPEC §4.5), unless the caller brings one;
+    ``reservation.received_seq`` holds it.
     """
-    now = timezone.now()
-    expires_at = now + timedelta(seconds=space.allocation_window_seconds)
-    fields = dict(
-        received_seq=received_seq,
-        payload_sha256=payload_sha256,
-        member=member,
-        operation=operation,
-        created_at=now,
-        expires_at=expires_at,
-    )
     if connection.vendor == "postgresql" and received_seq is None:
-        reservation = reserve_or_say_why(space=space, key=key, work_item_id=work_item_id, fields=fields)
-        if reservation is not None:
-            return reservation
-        return reserve_over_reservation(space=space, key=key, fields=fields, operation=operation, now=now)
+        return reserve_in_one_statement(space=space, key=key, member=member, payload_sha256=payload_sha256,
+                                        work_item_id=work_item_id, operation=operation)
+    if received_seq is None:
+        received_seq = next_received_seq()
+    now = timezone.now()
+    fields = reservation_fields(space=space, member=member, received_seq=received_seq,
+                                payload_sha256=payload_sha256, operation=operation, now=now)
     # Fast path, one statement: take the key unless it is occupied, held or reserved.
     occupied_sql = (
         f"SELECT 1 FROM {Occupancy._meta.db_table} "
@@ -224,12 +203,10 @@ def reserve(
     if work_item_id is not None:
         held_sql = f"SELECT 1 FROM {SlotHold._meta.db_table} WHERE space_id = %s AND work_item_id = %s"
         unless.append((held_sql, [space.pk, work_item_id]))
-    sql_values = {"received_seq": "nextval('allocation_received_seq')"} if received_seq is None else None
     reservation = Reservation(**key_filter(space, key), **fields)
     # Committed without waiting for a flush: the table is UNLOGGED, but its foreign-key
     # checks lock rows of logged tables, which would otherwise make the commit wait.
-    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, unless_exists=unless, sql_values=sql_values,
-                              flush_on_commit=False):
+    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, unless_exists=unless, flush_on_commit=False):
         return reservation
     # Refused: say why. A hold comes first, then a durable occupant, then a reservation.
     if work_item_id is not None and SlotHold.objects.filter(space=space, work_item_id=work_item_id).exists():
@@ -237,17 +214,21 @@ def reserve(
     occupancy = find_occupancy(space, key)
     if occupancy is not None:
         raise occupied_error(occupancy, key)
-    return reserve_over_reservation(space=space, key=key, fields=fields, operation=operation, now=now,
-                                    sql_values=sql_values)
+    return reserve_over_reservation(space=space, key=key, fields=fields, operation=operation, now=now)
+
+
+def reservation_fields(*, space: Space, member: Member, received_seq: int | None, payload_sha256: str,
+                       operation: Operation | None, now: datetime) -> dict:
+    return dict(received_seq=received_seq, payload_sha256=payload_sha256, member=member, operation=operation,
+                created_at=now, expires_at=now + timedelta(seconds=space.allocation_window_seconds))
 
 
 def reserve_over_reservation(
-    *, space: Space, key: ConflictKey, fields: dict, operation: Operation | None, now: datetime,
-    sql_values: dict[str, str] | None = None,
+    *, space: Space, key: ConflictKey, fields: dict, operation: Operation | None, now: datetime
 ) -> Reservation:
-    """Someone holds a reservation on the key: decide under its row lock whether it is live."""
-    if sql_values is None and fields["received_seq"] is None:
-        sql_values = {"received_seq": "nextval('allocation_received_seq')"}
+    """Someone holds a reservation on the key: decide under its row lock whether it is live.
+    ``fields["received_seq"]`` None takes the arrival number from the sequence."""
+    sql_values = {"received_seq": NEXT_RECEIVED_SEQ} if fields["received_seq"] is None else None
     with transaction.atomic():
         for _ in range(3):
             existing = Reservation.objects.select_for_update().filter(**key_filter(space, key)).first()
@@ -280,7 +261,7 @@ WITH {async_commit}held AS (
 ), inserted AS (
     INSERT INTO allocation_reservation (space_id, kind, target, delivery_mode, received_seq, payload_sha256,
                                         member_id, operation_id, created_at, expires_at)
-    SELECT %(space)s, %(kind)s, %(target)s, %(delivery_mode)s, nextval('allocation_received_seq'),
+    SELECT %(space)s, %(kind)s, %(target)s, %(delivery_mode)s, {next_received_seq},
            %(payload_sha256)s, %(member)s, %(operation)s, %(now)s, %(expires_at)s {source}
     WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM occupant)
     ON CONFLICT (space_id, kind, target, delivery_mode) DO NOTHING
@@ -292,17 +273,24 @@ UNION ALL SELECT 'occupied', task_id, note_id, number, status FROM occupant
 """
 
 
-def reserve_or_say_why(*, space: Space, key: ConflictKey, work_item_id: str | None, fields: dict) -> Reservation | None:
-    """The reservation, or None when another reservation holds the key; raises held/occupied."""
+def reserve_in_one_statement(
+    *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, work_item_id: str | None,
+    operation: Operation | None,
+) -> Reservation:
+    """``reserve`` on PostgreSQL: RESERVE_SQL, then the reservation lock only when another
+    intent's reservation holds the key."""
+    now = timezone.now()
+    fields = reservation_fields(space=space, member=member, received_seq=None, payload_sha256=payload_sha256,
+                                operation=operation, now=now)
     async_commit, source = async_commit_cte(flush_on_commit=False)
     sql = RESERVE_SQL.format(async_commit=f"{async_commit}, " if async_commit else "", source=source,
-                             with_hold="true" if work_item_id is not None else "false")
+                             with_hold="true" if work_item_id is not None else "false",
+                             next_received_seq=NEXT_RECEIVED_SEQ)
     with connection.cursor() as cursor:
         cursor.execute(sql, {
             "space": space.pk, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode,
-            "work_item_id": work_item_id or "", "payload_sha256": fields["payload_sha256"],
-            "member": fields["member"].pk, "operation": fields["operation"].pk if fields["operation"] else None,
-            "now": fields["created_at"], "expires_at": fields["expires_at"],
+            "work_item_id": work_item_id or "", "payload_sha256": payload_sha256, "member": member.pk,
+            "operation": operation.pk if operation else None, "now": now, "expires_at": fields["expires_at"],
         })
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     if "held" in rows:
@@ -313,7 +301,7 @@ def reserve_or_say_why(*, space: Space, key: ConflictKey, work_item_id: str | No
             raise occupant_error(key, task_number=number, task_status=status)
         raise occupant_error(key, note_id=note_id)
     if "reserved" not in rows:
-        return None
+        return reserve_over_reservation(space=space, key=key, fields=fields, operation=operation, now=now)
     pk, received_seq = rows["reserved"][:2]
     reservation = Reservation(pk=pk, **key_filter(space, key), **{**fields, "received_seq": received_seq})
     reservation._state.adding = False

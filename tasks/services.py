@@ -57,14 +57,8 @@ def create_task(
     ``catalog_version`` is the space's catalog version as this request read it (the key
     lookup loads the space with it); without it the version is read here.
     """
-    if connection.vendor == "postgresql":
-        # The arrival number is taken by the reservation statement itself, so intents get
-        # their numbers in the order they reach the allocator, with no round trip of its own.
-        received_seq = None
-        if catalog_version is None:
-            catalog_version = current_catalog_version(space.pk)
-    else:
-        received_seq, catalog_version = allocation.arrive(space)
+    if catalog_version is None:
+        catalog_version = current_catalog_version(space.pk)
     bound = allocation.bind_title(
         space=space, title=title, work_item_id=work_item_id, delivery_mode=delivery_mode,
         catalog_version=catalog_version,
@@ -77,7 +71,6 @@ def create_task(
         space=space,
         key=key,
         member=actor,
-        received_seq=received_seq,
         payload_sha256=digest,
         work_item_id=bound.work_item_id,
         operation=operation,
@@ -200,7 +193,6 @@ def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = No
         space=space,
         key=key,
         member=actor,
-        received_seq=allocation.next_received_seq(),
         payload_sha256=payload_sha256({"criterion": criterion, "body": body}),
         operation=operation,
     )
