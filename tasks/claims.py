@@ -12,6 +12,7 @@ other and never receive the same task.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import cache
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -82,9 +83,22 @@ WITH picked AS (
            %(now)s
     FROM claim
 )
-SELECT claim.id, creator.name, claimed.* FROM claim JOIN claimed ON claimed.id = claim.task_id
+SELECT claim.id, creator.name, {task_columns} FROM claim JOIN claimed ON claimed.id = claim.task_id
 LEFT JOIN spaces_member AS creator ON creator.id = claimed.creator_id
 """
+
+
+@cache
+def claim_next_sql() -> tuple[str, list[str]]:
+    """The statement with the task's columns in model order, and their attribute names:
+    built once, so each call hands the row straight to ``Task.from_db``."""
+    fields = Task._meta.concrete_fields
+    columns = ", ".join(f"claimed.{connection.ops.quote_name(f.column)}" for f in fields)
+    return CLAIM_NEXT_SQL.replace("{task_columns}", columns), [f.attname for f in fields]
+
+
+CLAIM_ATTNAMES = ["id", "space_id", "task_id", "member_id", "cycle", "origin", "created_at", "expires_at", "ended_at",
+                  "end_reason"]
 
 
 def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | None:
@@ -97,22 +111,23 @@ def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | Non
     now = timezone.now()
     expires_at = claim_expiry(space, now)
     if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        sql, task_attnames = claim_next_sql()
         with connection.cursor() as cursor:
-            cursor.execute(CLAIM_NEXT_SQL, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
-                                            "expires_iso": expires_at.isoformat()})
+            cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
+                                 "expires_iso": expires_at.isoformat()})
             row = cursor.fetchone()
-            columns = [c.name for c in cursor.description]
         if row is None:
             return None
-        claim_id, creator_name, task_values = row[0], row[1], dict(zip(columns[2:], row[2:]))
-        fields = Task._meta.concrete_fields
-        task = Task.from_db(connection.alias, [f.attname for f in fields], [task_values[f.column] for f in fields])
+        claim_id, creator_name = row[0], row[1]
+        task = Task.from_db(connection.alias, task_attnames, row[2:])
         task.space = space
         if task.creator_id is not None:
-            task.creator = Member(pk=task.creator_id, space_id=space.pk, name=creator_name)
-        claim = Claim(pk=claim_id, space_id=space.pk, task=task, member=member, cycle=task.cycle,
-                      origin=ClaimOrigin.NEXT, created_at=now, expires_at=expires_at, end_reason="")
-        claim._state.adding = False
+            # Only what a task's author shows (id, name); other fields load on first use.
+            task.creator = Member.from_db(connection.alias, ["id", "space_id", "name"],
+                                          (task.creator_id, space.pk, creator_name))
+        claim = Claim.from_db(connection.alias, CLAIM_ATTNAMES, (claim_id, space.pk, task.pk, member.pk, task.cycle,
+                                                                ClaimOrigin.NEXT, now, expires_at, None, ""))
+        claim.task, claim.member = task, member
         return task, claim
     with transaction.atomic():
         task = (
