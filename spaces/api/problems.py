@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -75,6 +76,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     return response
 
 
+@csrf_exempt  # a POST to an unknown /v1/ route is a 404, not a CSRF page: API keys are not cookies
 def not_found_view(request, exception=None) -> JsonResponse:
     return problem_response(errors.NotFound("No such route. The API lives under /v1/; see /v1/docs."))
 

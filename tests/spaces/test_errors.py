@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from spaces.errors import REFUSALS
 
@@ -71,3 +72,13 @@ def test_every_refusal_code_is_in_the_registry_with_its_status(anonymous):
     assert {r["code"]: r["status"] for r in listed} == {c: r.http_status for c, r in REFUSALS.items()}
     for code in ["invalid_request", "malformed_json", "conflict_key_occupied", "idempotency_key_reused"]:
         assert code in REFUSALS
+
+
+def test_api_routes_answer_clients_that_send_no_csrf_token(writer):
+    """Agents send a bearer key and no cookie: CSRF must never stand between them and the API."""
+    client = Client(enforce_csrf_checks=True)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {writer.key}"}
+    assert_problem(client.post("/v1/no/such/route", {}, content_type="application/json", **auth), 404, "not_found")
+    created = client.post(TASKS, {"title": "Write the CSRF note"}, content_type="application/json", **auth)
+    assert created.status_code == 201, created.content
+    assert not created.cookies  # no session or CSRF cookie on the API
