@@ -55,11 +55,12 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "spaces.middleware.RequestBodyLimitMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Sessions, login and messages step aside on the API's /v1/ paths (spaces.browser_middleware).
+    "spaces.browser_middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "spaces.browser_middleware.AuthenticationMiddleware",
+    "spaces.browser_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allocation.middleware.IdempotencyMiddleware",
 ]
