@@ -30,7 +30,9 @@ TERMINAL_STATUSES = (TaskStatus.DONE, TaskStatus.REJECTED, TaskStatus.WITHDRAWN,
 
 
 class Task(models.Model):
-    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="tasks")
+    # No index of its own: task_unique_number_per_space leads with space. Every index
+    # here is written again when a claim or settlement changes the status.
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="tasks", db_index=False)
     number = models.PositiveBigIntegerField()
     title = models.CharField(max_length=500)
     body = models.TextField(blank=True)
@@ -103,7 +105,7 @@ class TaskEvent(models.Model):
     """One state change of a task, attributed (SPEC §8)."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events", db_index=False)  # taskevent_task_id
     kind = models.CharField(max_length=16, choices=EventKind.choices)
     actor = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     details = models.JSONField(default=dict, blank=True)
@@ -147,7 +149,7 @@ class Claim(models.Model):
     """A member holding a task for a while (SPEC §6.1)."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="claims")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="claims", db_index=False)  # claim_task_cycle
     member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="claims")
     cycle = models.PositiveIntegerField()
     origin = models.CharField(max_length=16, choices=ClaimOrigin.choices)
