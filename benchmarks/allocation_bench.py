@@ -133,25 +133,27 @@ def main() -> None:
             "/v1/spaces/bind100k/bind", keys["bind100k"], body='{"title": "{pick}"}', picks=bind_titles),
     }
     results: dict[tuple[str, int], object] = {}
-    with gunicorn(url, workers=2) as base:
+    # Both servers run side by side so that every repeat measures every scenario in turn:
+    # the machine's speed drifts, and interleaving keeps that drift out of the ratios.
+    with gunicorn(url, workers=2) as base, gunicorn(url, workers=2, conn_max_age=0) as base_no_reuse:
+        runs_on = {name: base for name in scenarios}
+        scenarios["create-task, CONN_MAX_AGE=0"] = scenarios["create-task, new title"]
+        runs_on["create-task, CONN_MAX_AGE=0"] = base_no_reuse
         # Warm up: the occupied task exists, replays are stored, every worker has built its bind indexes.
         run_load(base, scenarios["create-task, 409 occupied"], clients=1, seconds=0.5)
         run_load(base, scenarios["create-task, idempotent replay"], clients=max(CLIENTS), seconds=1)
         run_load(base, scenarios["bind over HTTP, 100,000 rows"], clients=4, seconds=8)
         run_load(base, scenarios["bind over HTTP, 10 rows"], clients=4, seconds=1)
         for clients in CLIENTS:
-            report(f"== over HTTP, gunicorn 2 sync workers, {clients} clients, median of {args.repeats} x {args.seconds:g} s")
-            for name, factory in scenarios.items():
-                result = median_of([run_load(base, factory, clients=clients, seconds=args.seconds)
-                                    for _ in range(args.repeats)])
-                results[(name, clients)] = result
-                report(f"  {name:<42} {fmt(result)}")
-    with gunicorn(url, workers=2, conn_max_age=0) as base:
-        for clients in CLIENTS:
-            result = median_of([run_load(base, scenarios["create-task, new title"], clients=clients,
-                                         seconds=args.seconds) for _ in range(args.repeats)])
-            results[("create-task, CONN_MAX_AGE=0", clients)] = result
-            report(f"  create-task, new title, CONN_MAX_AGE=0, {clients} clients {fmt(result)}")
+            report(f"== over HTTP, gunicorn 2 sync workers, {clients} clients, median of {args.repeats} x "
+                   f"{args.seconds:g} s, scenarios interleaved")
+            runs: dict[str, list] = {name: [] for name in scenarios}
+            for _ in range(args.repeats):
+                for name, scenario in scenarios.items():
+                    runs[name].append(run_load(runs_on[name], scenario, clients=clients, seconds=args.seconds))
+            for name in scenarios:
+                results[(name, clients)] = median_of(runs[name])
+                report(f"  {name:<42} {fmt(results[(name, clients)])}")
 
     report("== ratios (goal in brackets)")
     for clients in CLIENTS:

@@ -124,23 +124,26 @@ def main() -> None:
     bare_request = Scenario("/bench/claim", keys)
 
     def measure(base, factory, agents):
-        runs = []
-        for _ in range(args.repeats):
-            reopen_all(space.pk)
-            runs.append(run_load(base, factory, clients=agents, seconds=args.seconds))
-        return median_of(runs)
+        reopen_all(space.pk)
+        return run_load(base, factory, clients=agents, seconds=args.seconds)
+
+    def measure_direct(agents):
+        reopen_all(space.pk)
+        return psycopg_claims(url, space.pk, agents, args.seconds)
 
     figures = {}
     with gunicorn(url, workers=WORKERS) as base:
         run_load(base, next_request, clients=2, seconds=0.5)
         print(f"== claims/s, gunicorn {WORKERS} sync workers, median of {args.repeats} x {args.seconds:g} s "
-              f"({OPEN_TASKS:,} open tasks)")
+              f"({OPEN_TASKS:,} open tasks), the three interleaved in every repeat")
         for agents in args.agents:
-            nxt = measure(base, next_request, agents)
-            bare = measure(base, bare_request, agents)
-            reopen_all(space.pk)
-            direct = sorted(psycopg_claims(url, space.pk, agents, args.seconds) for _ in range(args.repeats))[
-                args.repeats // 2]
+            # Interleaved, so that the machine's drifting speed falls on all three alike.
+            nexts, bares, directs = [], [], []
+            for _ in range(args.repeats):
+                nexts.append(measure(base, next_request, agents))
+                bares.append(measure(base, bare_request, agents))
+                directs.append(measure_direct(agents))
+            nxt, bare, direct = median_of(nexts), median_of(bares), sorted(directs)[args.repeats // 2]
             figures[agents] = nxt.rps
             print(f"  {agents:>2} agents: next {fmt(nxt)}")
             print(f"            (a) bare SKIP LOCKED view {fmt(bare)}")
@@ -152,7 +155,7 @@ def main() -> None:
         reopen_all(space.pk)
         add_tasks(space.pk, creator.pk, 1_000_000, "done")
         run_load(base, next_request, clients=2, seconds=0.5)
-        big = measure(base, next_request, 8)
+        big = median_of([measure(base, next_request, 8) for _ in range(args.repeats)])
         print(f"== with 1,000,000 finished tasks: next at 8 agents {fmt(big)}")
         print(f"   vs 10,000 tasks: {big.rps / figures[8]:.2f}x [>= 0.8]")
 
