@@ -1,7 +1,7 @@
 """One SQL helper the hot paths share: insert a row unless a unique constraint already holds it."""
 from __future__ import annotations
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 
 def async_commit_cte(flush_on_commit: bool) -> tuple[str, str]:
@@ -43,7 +43,8 @@ def insert_unless_conflict(
     sql_values = sql_values or {}
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     columns = ", ".join(quote(f.column) for f in fields)
-    params = [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in fields if f.name not in sql_values]
+    db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
+    params = [f.get_db_prep_save(f.pre_save(instance, add=True), db) for f in fields if f.name not in sql_values]
     values = ", ".join(sql_values.get(f.name, "%s") for f in fields)
     returning = ", ".join([quote(meta.pk.column), *(quote(meta.get_field(name).column) for name in sql_values)])
     conflict = ", ".join(quote(meta.get_field(name).column) for name in conflict_fields)
@@ -86,7 +87,8 @@ def insert_or_fetch(
     table = quote(meta.db_table)
     insert_fields = [f for f in meta.concrete_fields if not f.primary_key]
     all_columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
-    params = [f.get_db_prep_save(f.pre_save(instance, add=True), connection) for f in insert_fields]
+    db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
+    params = [f.get_db_prep_save(f.pre_save(instance, add=True), db) for f in insert_fields]
     conflict_columns = [quote(meta.get_field(name).column) for name in conflict_fields]
     match = " AND ".join(f"{column} = %s" for column in conflict_columns)
     match_params = [getattr(instance, meta.get_field(name).attname) for name in conflict_fields]
@@ -105,6 +107,6 @@ def insert_or_fetch(
     if row is None:
         return None, False
     names = [f.attname for f in meta.concrete_fields]
-    values = [f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
+    values = [f.from_db_value(v, None, db) if hasattr(f, "from_db_value") else v
               for f, v in zip(meta.concrete_fields, row[:-1])]
     return type(instance).from_db(connection.alias, names, values), row[-1]

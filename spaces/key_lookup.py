@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 from spaces.models import ApiKey, Member, Space
@@ -39,13 +39,19 @@ def converters(model: type[Model], vendor: str) -> list[tuple]:
     return out
 
 
+@cache
+def attnames(model: type[Model]) -> list[str]:
+    return [f.attname for f in model._meta.concrete_fields]
+
+
 def instance(model: type[Model], values: tuple) -> Model:
+    db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     converted = []
-    for (column, functions), value in zip(converters(model, connection.vendor), values):
+    for (column, functions), value in zip(converters(model, db.vendor), values):
         for convert in functions:
-            value = convert(value, column, connection)
+            value = convert(value, column, db)
         converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in model._meta.concrete_fields], converted)
+    return model.from_db(db.alias, attnames(model), converted)
 
 
 def key_by_prefix(prefix: str) -> ApiKey | None:
