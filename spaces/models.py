@@ -55,7 +55,8 @@ ROLE_RANK = {Role.READER: 1, Role.WRITER: 2, Role.STEWARD: 3}
 
 
 class Member(models.Model):
-    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="members")
+    # No index of its own: member_unique_name_per_space leads with space.
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="members", db_index=False)
     name = models.CharField(max_length=100)
     role = models.CharField(max_length=16, choices=Role.choices)
     created_at = models.DateTimeField(default=timezone.now)
@@ -74,7 +75,8 @@ class Member(models.Model):
 
 
 class ApiKey(models.Model):
-    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="api_keys")
+    # No index of its own: apikey_unique_prefix_per_space leads with space.
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="api_keys", db_index=False)
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="api_keys")
     # The prefix is the public half used to find the row before the space is known, so it
     # is unique on its own (random, 12 characters); the secret half is stored only hashed.
