@@ -20,9 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.catalogs import sample_titles, zipf_catalog  # noqa: E402
 from benchmarks.common import (  # noqa: E402
+    autovacuum_note,
     bench_database_url,
     gunicorn,
     recreate_database,
+    refresh_statistics,
     setup_django,
 )
 from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
@@ -146,9 +148,10 @@ def main() -> None:
         run_load(base, scenarios["bind over HTTP, 10 rows"], clients=4, seconds=1)
         for clients in CLIENTS:
             report(f"== over HTTP, gunicorn 2 sync workers, {clients} clients, median of {args.repeats} x "
-                   f"{args.seconds:g} s, scenarios interleaved")
+                   f"{args.seconds:g} s, scenarios interleaved ({autovacuum_note(url)})")
             runs: dict[str, list] = {name: [] for name in scenarios}
             for _ in range(args.repeats):
+                refresh_statistics(url)
                 for name, scenario in scenarios.items():
                     runs[name].append(run_load(runs_on[name], scenario, clients=clients, seconds=args.seconds))
             for name in scenarios:

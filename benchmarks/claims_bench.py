@@ -21,9 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import (  # noqa: E402
+    autovacuum_note,
     bench_database_url,
     gunicorn,
     recreate_database,
+    refresh_statistics,
     setup_django,
 )
 from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
@@ -135,11 +137,12 @@ def main() -> None:
     with gunicorn(url, workers=WORKERS) as base:
         run_load(base, next_request, clients=2, seconds=0.5)
         print(f"== claims/s, gunicorn {WORKERS} sync workers, median of {args.repeats} x {args.seconds:g} s "
-              f"({OPEN_TASKS:,} open tasks), the three interleaved in every repeat")
+              f"({OPEN_TASKS:,} open tasks), the three interleaved in every repeat; {autovacuum_note(url)}")
         for agents in args.agents:
             # Interleaved, so that the machine's drifting speed falls on all three alike.
             nexts, bares, directs = [], [], []
             for _ in range(args.repeats):
+                refresh_statistics(url)
                 nexts.append(measure(base, next_request, agents))
                 bares.append(measure(base, bare_request, agents))
                 directs.append(measure_direct(agents))
@@ -154,6 +157,7 @@ def main() -> None:
             return
         reopen_all(space.pk)
         add_tasks(space.pk, creator.pk, 1_000_000, "done")
+        refresh_statistics(url)
         run_load(base, next_request, clients=2, seconds=0.5)
         big = median_of([measure(base, next_request, 8) for _ in range(args.repeats)])
         print(f"== with 1,000,000 finished tasks: next at 8 agents {fmt(big)}")
