@@ -1,5 +1,5 @@
-"""Plain ``next`` (no body) is served without DRF's request machinery (tasks.api.NextView.plain_next);
-it must answer exactly as the full view does, and leave every refusal to it."""
+"""The plain path (spaces.api.plain): next and create answer ordinary requests without DRF's
+request machinery; they must answer exactly as the full views do, and leave every refusal to them."""
 from __future__ import annotations
 
 import pytest
@@ -74,4 +74,37 @@ def test_refusals_of_plain_next_come_from_the_full_view(
     response = client.post(path, headers=headers)
     assert response.status_code == status, response.content
     assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["error"] == error
+
+
+# The create route's plain path: a query string sends the same request through DRF.
+
+def test_a_refused_create_is_the_same_bytes_on_both_paths(writer, steward):
+    first = writer.api.post(f"{S}/tasks", {"title": "Retry policy for tool calls"})
+    assert first.status_code == 201
+    plain = writer.api.post(f"{S}/tasks", {"title": "Retry policy for tool calls"})
+    full = writer.api.post(f"{S}/tasks?via=drf", {"title": "Retry policy for tool calls"})
+    assert plain.status_code == full.status_code == 409
+    assert plain.content == full.content
+    assert {h: plain[h] for h in ("Content-Type", "Allow")} == {h: full[h] for h in ("Content-Type", "Allow")}
+
+
+def test_a_create_answers_the_same_on_both_paths(writer):
+    plain = writer.api.post(f"{S}/tasks", {"title": "A plain one", "body": " text "})
+    full = writer.api.post(f"{S}/tasks?via=drf", {"title": "A full one", "body": " text "})
+    assert plain.status_code == full.status_code == 201
+    assert shape(plain.json()) == shape(full.json())
+    assert plain.json()["body"] == full.json()["body"] == "text"
+    assert plain["Allow"] == full["Allow"] and plain["Content-Type"] == full["Content-Type"]
+
+
+@pytest.mark.parametrize("raw, status, error", [
+    ('{"title": NaN}', 400, "malformed_json"),
+    ('{"title": ', 400, "malformed_json"),
+    ('{"title": ""}', 422, "invalid_request"),
+    ('{"title": "ok", "delivery_mode": "pigeon"}', 422, "invalid_request"),
+])
+def test_bodies_the_plain_path_declines_get_the_full_views_answer(writer, raw, status, error):
+    response = writer.api.post(f"{S}/tasks", raw=raw)
+    assert response.status_code == status, response.content
     assert response.json()["error"] == error
