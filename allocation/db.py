@@ -75,10 +75,13 @@ def insert_or_fetch(
 ) -> tuple[models.Model | None, bool]:
     """Insert ``instance`` or read the row that holds its unique key, in one round trip.
 
-    Returns ``(row, created)``. PostgreSQL only: one statement whose INSERT … ON CONFLICT
-    DO NOTHING either returns the new row or lets the second half return the existing one.
-    When the existing row committed after the statement began it is not visible to that
-    statement: the caller gets ``(None, False)`` and reads it again.
+    Returns ``(row, created)``; when created, ``row`` is ``instance`` with its new primary
+    key (only the key comes back: the row holds exactly the instance's values, and
+    loading them again cost more client time than the round trip). PostgreSQL only: one
+    statement whose INSERT … ON CONFLICT DO NOTHING either inserts or lets the second
+    half return the existing row. When the existing row committed after the statement
+    began it is not visible to that statement: the caller gets ``(None, False)`` and
+    reads it again.
 
     ``flush_on_commit=False``: see ``async_commit_cte``.
     """
@@ -87,6 +90,9 @@ def insert_or_fetch(
     table = quote(meta.db_table)
     insert_fields = [f for f in meta.concrete_fields if not f.primary_key]
     all_columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
+    # The inserted branch fills the other columns with NULL (typed like the table's own).
+    pk_only = ", ".join(quote(f.column) if f.primary_key else f"NULL::{f.db_type(connection)}"
+                        for f in meta.concrete_fields)
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     params = [f.get_db_prep_save(f.pre_save(instance, add=True), db) for f in insert_fields]
     conflict_columns = [quote(meta.get_field(name).column) for name in conflict_fields]
@@ -97,8 +103,8 @@ def insert_or_fetch(
         f"WITH {f'{async_commit}, ' if async_commit else ''}inserted AS (INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
         f"SELECT {', '.join(['%s'] * len(insert_fields))}{source} "
         f"ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING "
-        f"RETURNING {all_columns}) "
-        f"SELECT {all_columns}, true FROM inserted "
+        f"RETURNING {quote(meta.pk.column)}) "
+        f"SELECT {pk_only}, true FROM inserted "
         f"UNION ALL SELECT {all_columns}, false FROM {table} WHERE {match} AND NOT EXISTS (SELECT 1 FROM inserted)"
     )
     with connection.cursor() as cursor:
@@ -106,7 +112,12 @@ def insert_or_fetch(
         row = cursor.fetchone()
     if row is None:
         return None, False
+    if row[-1]:
+        instance.pk = row[[f.primary_key for f in meta.concrete_fields].index(True)]
+        instance._state.adding = False
+        instance._state.db = db.alias
+        return instance, True
     names = [f.attname for f in meta.concrete_fields]
     values = [f.from_db_value(v, None, db) if hasattr(f, "from_db_value") else v
               for f, v in zip(meta.concrete_fields, row[:-1])]
-    return type(instance).from_db(connection.alias, names, values), row[-1]
+    return type(instance).from_db(db.alias, names, values), False
