@@ -1,6 +1,8 @@
 """One SQL helper the hot paths share: insert a row unless a unique constraint already holds it."""
 from __future__ import annotations
 
+from functools import cache
+
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 
@@ -86,34 +88,17 @@ def insert_or_fetch(
     ``flush_on_commit=False``: see ``async_commit_cte``.
     """
     meta = instance._meta
-    quote = connection.ops.quote_name
-    table = quote(meta.db_table)
-    insert_fields = [f for f in meta.concrete_fields if not f.primary_key]
-    all_columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
-    # The inserted branch fills the other columns with NULL (typed like the table's own).
-    pk_only = ", ".join(quote(f.column) if f.primary_key else f"NULL::{f.db_type(connection)}"
-                        for f in meta.concrete_fields)
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
-    params = [f.get_db_prep_save(f.pre_save(instance, add=True), db) for f in insert_fields]
-    conflict_columns = [quote(meta.get_field(name).column) for name in conflict_fields]
-    match = " AND ".join(f"{column} = %s" for column in conflict_columns)
+    params = [f.get_db_prep_save(f.pre_save(instance, add=True), db) for f in meta.concrete_fields if not f.primary_key]
     match_params = [getattr(instance, meta.get_field(name).attname) for name in conflict_fields]
-    async_commit, source = async_commit_cte(flush_on_commit)
-    sql = (
-        f"WITH {f'{async_commit}, ' if async_commit else ''}inserted AS (INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
-        f"SELECT {', '.join(['%s'] * len(insert_fields))}{source} "
-        f"ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING "
-        f"RETURNING {quote(meta.pk.column)}) "
-        f"SELECT {pk_only}, true FROM inserted "
-        f"UNION ALL SELECT {all_columns}, false FROM {table} WHERE {match} AND NOT EXISTS (SELECT 1 FROM inserted)"
-    )
+    sql = insert_or_fetch_sql(type(instance), tuple(conflict_fields), *async_commit_cte(flush_on_commit))
     with connection.cursor() as cursor:
         cursor.execute(sql, params + match_params)
         row = cursor.fetchone()
     if row is None:
         return None, False
     if row[-1]:
-        instance.pk = row[[f.primary_key for f in meta.concrete_fields].index(True)]
+        instance.pk = row[meta.concrete_fields.index(meta.pk)]
         instance._state.adding = False
         instance._state.db = db.alias
         return instance, True
@@ -121,3 +106,28 @@ def insert_or_fetch(
     values = [f.from_db_value(v, None, db) if hasattr(f, "from_db_value") else v
               for f, v in zip(meta.concrete_fields, row[:-1])]
     return type(instance).from_db(db.alias, names, values), False
+
+
+@cache
+def insert_or_fetch_sql(model: type[models.Model], conflict_fields: tuple[str, ...], async_commit: str,
+                        source: str) -> str:
+    """The statement depends only on these, so it is built once (building it, column types
+    and quoting included, cost more client time than running it)."""
+    meta = model._meta
+    quote = connection.ops.quote_name
+    table = quote(meta.db_table)
+    insert_fields = [f for f in meta.concrete_fields if not f.primary_key]
+    all_columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
+    # The inserted branch fills the other columns with NULL (typed like the table's own).
+    pk_only = ", ".join(quote(f.column) if f.primary_key else f"NULL::{f.db_type(connection)}"
+                        for f in meta.concrete_fields)
+    conflict_columns = [quote(meta.get_field(name).column) for name in conflict_fields]
+    match = " AND ".join(f"{column} = %s" for column in conflict_columns)
+    return (
+        f"WITH {f'{async_commit}, ' if async_commit else ''}inserted AS (INSERT INTO {table} ({', '.join(quote(f.column) for f in insert_fields)}) "
+        f"SELECT {', '.join(['%s'] * len(insert_fields))}{source} "
+        f"ON CONFLICT ({', '.join(conflict_columns)}) DO NOTHING "
+        f"RETURNING {quote(meta.pk.column)}) "
+        f"SELECT {pk_only}, true FROM inserted "
+        f"UNION ALL SELECT {all_columns}, false FROM {table} WHERE {match} AND NOT EXISTS (SELECT 1 FROM inserted)"
+    )

@@ -18,10 +18,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -129,33 +130,38 @@ def observe(*, operation: Operation, report: Report) -> Settled:
 def settle_and_record(current: Operation, changes: dict[str, Any], report: Report) -> int | None:
     """PostgreSQL: compare-and-set the record and, only if it won, insert the applied
     observation; returns the observation's id, or None when the compare-and-set lost."""
-    quote = connection.ops.quote_name
-    op_meta, obs_meta = Operation._meta, OperationObservation._meta
+    db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     now = timezone.now()
-    assignments, params = [], []
-    for name, value in changes.items():
-        field = op_meta.get_field(name)
-        assignments.append(f"{quote(field.column)} = %s")
-        params.append(field.get_db_prep_save(value, connection))
+    op_field, body_field = Operation._meta.get_field, OperationObservation._meta.get_field("response_body")
+    params = [op_field(name).get_db_prep_save(value, db) for name, value in changes.items()]
     params += [now, current.pk, current.key, current.fingerprint, current.binding_generation, current.revision]
-    observation = {
-        "space_id": current.space_id, "operation_id": current.pk, "kind": report.kind, "key": report.key,
-        "fingerprint": report.fingerprint, "binding_generation": report.binding_generation,
-        "lease_epoch": report.lease_epoch, "response_status": report.status,
-        "response_body": obs_meta.get_field("response_body").get_db_prep_save(report.body, connection),
-        "verdict": ObservationVerdict.APPLIED, "warned": False, "created_at": now,
-    }
-    sql = (
-        f"WITH settled AS (UPDATE {quote(op_meta.db_table)} SET {', '.join(assignments)}, "
-        "revision = revision + 1, updated_at = %s "
-        "WHERE id = %s AND key = %s AND fingerprint = %s AND binding_generation = %s AND revision = %s RETURNING id) "
-        f"INSERT INTO {quote(obs_meta.db_table)} ({', '.join(quote(c) for c in observation)}) "
-        f"SELECT {', '.join(['%s'] * len(observation))} FROM settled RETURNING id"
-    )
+    params += [current.space_id, current.pk, report.kind, report.key, report.fingerprint, report.binding_generation,
+               report.lease_epoch, report.status, body_field.get_db_prep_save(report.body, db),
+               ObservationVerdict.APPLIED, False, now]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params + list(observation.values()))
+        cursor.execute(settle_sql(tuple(changes)), params)
         row = cursor.fetchone()
     return row[0] if row else None
+
+
+OBSERVATION_COLUMNS = ("space_id", "operation_id", "kind", "key", "fingerprint", "binding_generation", "lease_epoch",
+                       "response_status", "response_body", "verdict", "warned", "created_at")
+
+
+@cache
+def settle_sql(changed: tuple[str, ...]) -> str:
+    """The statement for one set of changed fields, built once (settle_and_record gives the
+    parameters in this order: the changes, the compare-and-set, the observation)."""
+    quote = connection.ops.quote_name
+    op_meta, obs_meta = Operation._meta, OperationObservation._meta
+    assignments = ", ".join(f"{quote(op_meta.get_field(name).column)} = %s" for name in changed)
+    return (
+        f"WITH settled AS (UPDATE {quote(op_meta.db_table)} SET {assignments}, "
+        "revision = revision + 1, updated_at = %s "
+        "WHERE id = %s AND key = %s AND fingerprint = %s AND binding_generation = %s AND revision = %s RETURNING id) "
+        f"INSERT INTO {quote(obs_meta.db_table)} ({', '.join(quote(c) for c in OBSERVATION_COLUMNS)}) "
+        f"SELECT {', '.join(['%s'] * len(OBSERVATION_COLUMNS))} FROM settled RETURNING id"
+    )
 
 
 def decide(op: Operation, report: Report) -> tuple[str, dict[str, Any]]:
