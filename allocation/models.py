@@ -123,7 +123,11 @@ class Operation(models.Model):
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+",
                               db_index=False)  # operation_one_per_member_key
-    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="operations")
+    # No index of its own either: every lookup goes by (space, member, key), and with a
+    # member index beside the unique one a generic plan made before any statistics picked
+    # it. A member's deletion (rare) scans the operations kept (a day's, see purge).
+    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="operations",
+                               db_index=False)
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64)
     binding_generation = models.PositiveIntegerField()
