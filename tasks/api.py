@@ -58,6 +58,7 @@ def operation_of(request: Request):
 class TaskListView(SpaceView):
     serializer_class = TaskSerializer
     required_roles = {"POST": Role.WRITER}
+    plain_methods = ("POST",)
 
     @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
@@ -68,8 +69,6 @@ class TaskListView(SpaceView):
         if not filtered.is_valid():
             raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
         return self.paginate(filtered.qs, TaskSerializer, NumberCursorPagination)
-
-    plain_methods = ("POST",)
 
     def plain(self, request: HttpRequest, api_key) -> tuple[dict, int] | None:
         """A plainly valid create (see plain_task_create); anything else goes through DRF."""

@@ -8,6 +8,9 @@ check and permission rule, the same serializers and the same renderer, so a clie
 the same answer either way. Whatever is not plainly ordinary (a query string, a non-JSON
 Accept or Content-Type, no valid key, another space, too low a role, a body ``plain()``
 declines) goes through DRF as before, which answers it, refusals included.
+
+What DRF's ``initial()`` would add beyond that is nothing here: no throttles or
+versioning are configured. Whoever configures them must add them to this path too.
 """
 from __future__ import annotations
 
