@@ -2,7 +2,7 @@
 
 A middleware rather than per-view code, so every POST route of every app gets the same
 behaviour and no view can forget it. It authenticates the key itself (the same
-service DRF uses); without a valid key it steps aside and the view answers 401.
+lookup DRF's authentication reuses); without a valid key it steps aside and the view answers 401.
 """
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ from allocation.idempotency import (
     settle_operation,
 )
 from spaces.api.problems import PROBLEM_JSON, problem_response
-from spaces.auth import bearer_token
+from spaces.auth import request_api_key
 from spaces.errors import DomainError
-from spaces.services import authenticate_key
 
 logger = logging.getLogger("spaces.idempotency")
 MAX_KEY_LENGTH = 255
@@ -35,11 +34,9 @@ class IdempotencyMiddleware:
         idempotency_key = request.headers.get("Idempotency-Key")
         if request.method != "POST" or idempotency_key is None or not request.path.startswith("/v1/"):
             return self.get_response(request)
-        token = bearer_token(request.headers.get("Authorization", ""))
-        api_key = authenticate_key(token) if token else None
+        api_key = request_api_key(request)
         if api_key is None:
             return self.get_response(request)
-        request.spaces_api_key = api_key  # DRF's authentication reuses it: one lookup a request
         if not idempotency_key.strip() or len(idempotency_key) > MAX_KEY_LENGTH:
             from spaces.errors import InvalidRequest
 

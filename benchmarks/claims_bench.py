@@ -24,6 +24,7 @@ from benchmarks.common import (  # noqa: E402
     autovacuum_note,
     bench_database_url,
     gunicorn,
+    psycopg_dsn,
     recreate_database,
     refresh_statistics,
     setup_django,
@@ -71,7 +72,7 @@ def psycopg_claims(url: str, space_id: int, agents: int, seconds: float) -> floa
     """The bare claim over psycopg, one connection an agent: the ceiling with no HTTP or Django."""
     import psycopg
 
-    dsn = url.replace("postgres://", "postgresql://", 1)
+    dsn = psycopg_dsn(url)
     counts = [0] * agents
     stop_at = time.monotonic() + seconds
     barrier = threading.Barrier(agents + 1)

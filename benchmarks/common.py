@@ -30,6 +30,11 @@ def recreate_database(url: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def psycopg_dsn(url: str) -> str:
+    """The benchmark's DATABASE_URL as libpq reads it (postgres:// is Django's spelling)."""
+    return url.replace("postgres://", "postgresql://", 1)
+
+
 def refresh_statistics(url: str) -> None:
     """ANALYZE, as autovacuum would have by now.
 
@@ -40,14 +45,14 @@ def refresh_statistics(url: str) -> None:
     """
     import psycopg
 
-    with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+    with psycopg.connect(psycopg_dsn(url), autocommit=True) as conn:
         conn.execute("ANALYZE")
 
 
 def autovacuum_note(url: str) -> str:
     import psycopg
 
-    with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+    with psycopg.connect(psycopg_dsn(url), autocommit=True) as conn:
         setting = conn.execute("SHOW autovacuum").fetchone()[0]
     return f"autovacuum is {setting} on this server; each round starts with ANALYZE"
 

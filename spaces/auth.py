@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from rest_framework import authentication, exceptions
 
+from spaces.models import ApiKey
 from spaces.services import authenticate_key
 
 
@@ -13,18 +14,25 @@ def bearer_token(header: str) -> str | None:
     return token.strip()
 
 
+def request_api_key(request) -> ApiKey | None:
+    """The live key a Django request's ``Authorization: Bearer`` names, or None.
+
+    Looked up once a request: the idempotency middleware, the plain path and DRF's
+    authentication all ask, and the answer is kept on the request.
+    """
+    if not hasattr(request, "spaces_api_key"):
+        token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
+        request.spaces_api_key = authenticate_key(token) if token else None
+    return request.spaces_api_key
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     """Sets ``request.user`` to the Member and ``request.auth`` to the ApiKey."""
 
     def authenticate(self, request):
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
+        if not request.META.get("HTTP_AUTHORIZATION", ""):
             return None
-        # The idempotency middleware may have authenticated this request already.
-        key = getattr(request._request, "spaces_api_key", None)
-        if key is None:
-            token = bearer_token(header)
-            key = authenticate_key(token) if token else None
+        key = request_api_key(request._request)  # may have been looked up already this request
         if key is None:
             # Revoked and expired keys land here on their very next request.
             raise exceptions.AuthenticationFailed("This API key is not valid (unknown, revoked or expired).")

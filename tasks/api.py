@@ -50,9 +50,22 @@ class NumberCursorPagination(IdCursorPagination):
     ordering = "number"
 
 
-def operation_of(request: Request):
-    """The idempotent operation this request runs under, if it sent an Idempotency-Key."""
-    return getattr(request._request, "idempotency_operation", None)
+def operation_of(request: Request | HttpRequest):
+    """The idempotent operation this request (DRF's or Django's own) runs under, if it sent an Idempotency-Key."""
+    return getattr(getattr(request, "_request", request), "idempotency_operation", None)
+
+
+def create_one(request: Request | HttpRequest, space, member, data: dict) -> dict:
+    """One create, for the DRF handler and the plain path alike: the body of its 201."""
+    # The space came with the API key in this request, catalog version included.
+    task = services.create_task(space=space, actor=member, operation=operation_of(request),
+                                catalog_version=space.catalog_version, **data)
+    return TaskSerializer(task).data
+
+
+def is_plain_next(request: Request | HttpRequest) -> bool:
+    """``next`` with no body (or ``{}``): the lowest open task, nothing to parse or validate."""
+    return request.body.strip() in (b"", b"{}")
 
 
 class TaskListView(SpaceView):
@@ -76,18 +89,12 @@ class TaskListView(SpaceView):
         data = None if body is NOT_JSON else plain_task_create(body)
         if data is None:
             return None
-        task = services.create_task(space=api_key.space, actor=api_key.member,
-                                    operation=getattr(request, "idempotency_operation", None),
-                                    catalog_version=api_key.space.catalog_version, **data)
-        return TaskSerializer(task).data, status.HTTP_201_CREATED
+        return create_one(request, api_key.space, api_key.member, data), status.HTTP_201_CREATED
 
     @extend_schema(request=TaskCreateSerializer)
     def post(self, request: Request, slug: str) -> Response:
         data = plain_task_create(request.data) or self.validated(TaskCreateSerializer)
-        # The space came with the API key in this request, catalog version included.
-        task = services.create_task(space=self.space, actor=self.member, operation=operation_of(request),
-                                    catalog_version=self.space.catalog_version, **data)
-        return Response(TaskSerializer(task).data, status=status.HTTP_201_CREATED)
+        return Response(create_one(request, self.space, self.member, data), status=status.HTTP_201_CREATED)
 
 
 class TaskWindowView(SpaceView):
@@ -174,17 +181,13 @@ class NextView(SpaceView):
 
     def plain(self, request: HttpRequest, api_key) -> tuple[dict, int] | None:
         """Plain ``next`` (no body), the route agents call most; anything else goes through DRF."""
-        if request.body.strip() not in (b"", b"{}"):
+        if not is_plain_next(request):
             return None
-        claimed = claims.claim_next_task(space=api_key.space, member=api_key.member)
-        if claimed is None:
-            return {"task": None}, 200
-        return {"task": TaskSerializer(claimed[0]).data, "claim": ClaimSerializer(claimed[1]).data}, 200
+        return claimed_body(claims.claim_next_task(space=api_key.space, member=api_key.member)), 200
 
     @extend_schema(request=NextSerializer)
     def post(self, request: Request, slug: str) -> Response:
-        # Plain `next {}` is the hot path: no body to parse or validate.
-        data = PLAIN_NEXT if request.body.strip() in (b"", b"{}") else self.validated(NextSerializer)
+        data = PLAIN_NEXT if is_plain_next(request) else self.validated(NextSerializer)
         if data["kind"] == "check":
             offered = attempts.offer_check(space=self.space, member=self.member)
             if offered is None:
@@ -195,12 +198,16 @@ class NextView(SpaceView):
             task, claim = claims.claim_task(space=self.space, member=self.member, number=data["number"],
                                             join=data["join"])
             task.refresh_from_db()
-        else:
-            claimed = claims.claim_next_task(space=self.space, member=self.member)
-            if claimed is None:
-                return Response({"task": None})
-            task, claim = claimed
-        return Response({"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data})
+            return Response(claimed_body((task, claim)))
+        return Response(claimed_body(claims.claim_next_task(space=self.space, member=self.member)))
+
+
+def claimed_body(claimed) -> dict:
+    """What ``next`` answers for a claim (task and claim), or for nothing to claim."""
+    if claimed is None:
+        return {"task": None}
+    task, claim = claimed
+    return {"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data}
 
 
 class GiveBackView(SpaceView):

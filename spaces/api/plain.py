@@ -21,11 +21,10 @@ from django.http import HttpRequest, HttpResponse
 from rest_framework.renderers import JSONRenderer
 
 from spaces.api.problems import PROBLEM_JSON
-from spaces.auth import bearer_token
+from spaces.auth import request_api_key
 from spaces.errors import DomainError
 from spaces.models import ApiKey
 from spaces.permissions import refusal
-from spaces.services import authenticate_key
 
 PLAIN_ACCEPT = ("*/*", "application/json", "")
 NOT_JSON = object()
@@ -35,14 +34,10 @@ def plain_caller(request: HttpRequest, *, slug: str | None, required: str) -> Ap
     """The request's live key if it may call this route; None when DRF should answer instead."""
     if request.META.get("QUERY_STRING") or request.META.get("HTTP_ACCEPT", "*/*") not in PLAIN_ACCEPT:
         return None
-    api_key = getattr(request, "spaces_api_key", None)  # set by the idempotency middleware
-    if api_key is None:
-        token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
-        api_key = authenticate_key(token) if token else None
-        if api_key is None:
-            return None
-        request.spaces_api_key = api_key  # DRF's authentication reuses it: one lookup a request
-    return None if refusal(api_key, slug=slug, required=required) is not None else api_key
+    api_key = request_api_key(request)
+    if api_key is None or refusal(api_key, slug=slug, required=required) is not None:
+        return None
+    return api_key
 
 
 def reject_constant(name: str) -> None:
