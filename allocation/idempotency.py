@@ -71,17 +71,24 @@ def check_tuple(operation: Operation, *, api_key: ApiKey, idempotency_key: str, 
         )
 
 
-def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path: str, fingerprint: str) -> Begun:
+def first_touch_row(*, space_id: int, member_id: int, binding_generation: int, idempotency_key: str, method: str,
+                    path: str, fingerprint: str) -> Operation:
+    """The record a first touch stores: the tuple, in progress under a new lease (epoch 1)."""
     now = timezone.now()
-    lease_until = now + timedelta(seconds=lease_seconds())
+    return Operation(
+        space_id=space_id, member_id=member_id, key=idempotency_key, fingerprint=fingerprint,
+        binding_generation=binding_generation, method=method, path=path, state=OperationState.IN_PROGRESS,
+        lease_epoch=1, lease_expires_at=now + timedelta(seconds=lease_seconds()), created_at=now, updated_at=now,
+    )
+
+
+def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path: str, fingerprint: str) -> Begun:
     scope = dict(space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key)
     # First touch: one statement stores the tuple under a live lease (the unique
     # constraint makes concurrent first touches agree on one winner).
-    first_touch = Operation(
-        **scope, fingerprint=fingerprint, binding_generation=api_key.generation, method=method, path=path,
-        state=OperationState.IN_PROGRESS, lease_epoch=1, lease_expires_at=lease_until, created_at=now,
-        updated_at=now,
-    )
+    first_touch = first_touch_row(space_id=api_key.space_id, member_id=api_key.member_id,
+                                  binding_generation=api_key.generation, idempotency_key=idempotency_key,
+                                  method=method, path=path, fingerprint=fingerprint)
     if connection.vendor == "postgresql":
         # One round trip, and no wait for a disk flush: until this request's own writes
         # commit (synchronously, flushing this row with them) a first touch promises
@@ -92,6 +99,14 @@ def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path:
         operation = Operation.objects.filter(**scope).first()
         created = operation is None and insert_unless_conflict(first_touch, ["space", "member", "key"])
         operation = first_touch if created else operation
+    return after_first_touch(operation, created, api_key=api_key, idempotency_key=idempotency_key,
+                             fingerprint=fingerprint)
+
+
+def after_first_touch(operation: Operation | None, created: bool, *, api_key: ApiKey, idempotency_key: str,
+                      fingerprint: str) -> Begun:
+    """Decide on what the first touch found: ``operation`` is the row it stored (``created``),
+    the row it met, or None when that row committed too late for the touch to read it."""
     if created:
         return Begun(operation, replay=False)
     if operation is not None:
@@ -99,7 +114,7 @@ def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path:
         if operation.state == OperationState.COMPLETED:
             return Begun(operation, replay=True)  # completed is final: no lock needed to replay it
 
-    operation = Operation.objects.get(**scope)
+    operation = Operation.objects.get(space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key)
     check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
     # Unknown, or a lease that expired: ask settlement for a new lease and fencing token.
     settled = observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.LEASE))

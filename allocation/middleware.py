@@ -1,8 +1,9 @@
 """``Idempotency-Key`` on every ``POST`` under /v1/ (SPEC §7.1).
 
 A middleware rather than per-view code, so every POST route of every app gets the same
-behaviour and no view can forget it. It authenticates the key itself (the same
-lookup DRF's authentication reuses); without a valid key it steps aside and the view answers 401.
+behaviour and no view can forget it. It authenticates the API key itself, in the same round
+trip as the first touch (``allocation.first_touch``), and leaves the key on the request
+for DRF's authentication; without a valid key it steps aside and the view answers 401.
 """
 from __future__ import annotations
 
@@ -11,15 +12,11 @@ import logging
 
 from django.http import HttpResponse
 
-from allocation.idempotency import (
-    abandon_operation,
-    begin_operation,
-    request_fingerprint,
-    settle_operation,
-)
+from allocation.first_touch import authenticate_and_begin
+from allocation.idempotency import abandon_operation, request_fingerprint, settle_operation
 from spaces.api.problems import PROBLEM_JSON, problem_response
-from spaces.auth import request_api_key
-from spaces.errors import DomainError
+from spaces.auth import bearer_token, request_api_key
+from spaces.errors import DomainError, InvalidRequest
 
 logger = logging.getLogger("spaces.idempotency")
 MAX_KEY_LENGTH = 255
@@ -34,12 +31,12 @@ class IdempotencyMiddleware:
         idempotency_key = request.headers.get("Idempotency-Key")
         if request.method != "POST" or idempotency_key is None or not request.path.startswith("/v1/"):
             return self.get_response(request)
-        api_key = request_api_key(request)
-        if api_key is None:
-            return self.get_response(request)
+        raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
+        if raw_key is None:
+            return self.get_response(request)  # the view answers 401
         if not idempotency_key.strip() or len(idempotency_key) > MAX_KEY_LENGTH:
-            from spaces.errors import InvalidRequest
-
+            if request_api_key(request) is None:
+                return self.get_response(request)
             return problem_response(
                 InvalidRequest(
                     "Idempotency-Key must be 1 to 255 characters.",
@@ -49,15 +46,19 @@ class IdempotencyMiddleware:
         try:
             body = json.loads(request.body or b"null")
         except (ValueError, UnicodeDecodeError):
-            return self.get_response(request)  # the view answers 400 malformed_json
+            return self.get_response(request)  # the view answers 400 malformed_json (or 401)
         fingerprint = request_fingerprint(request.method, request.path, body)
         try:
-            begun = begin_operation(
-                api_key=api_key, idempotency_key=idempotency_key, method=request.method, path=request.path,
+            # The key and the first touch in one round trip (see allocation.first_touch).
+            api_key, begun = authenticate_and_begin(
+                raw_key=raw_key, idempotency_key=idempotency_key, method=request.method, path=request.path,
                 fingerprint=fingerprint,
             )
         except DomainError as error:
             return problem_response(error)
+        request.spaces_api_key = api_key  # what request_api_key would have found: no second lookup
+        if begun is None:
+            return self.get_response(request)  # not a valid key: the view answers 401
         operation = begun.operation
         if begun.replay:
             return replay(operation)

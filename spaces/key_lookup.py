@@ -17,15 +17,31 @@ JOINED = ((ApiKey, "k"), (Member, "m"), (Space, "s"))
 
 
 @cache
-def lookup_sql(vendor: str) -> str:
+def key_columns(vendor: str) -> str:
+    """The columns of the key, its member and its space, in that order (``key_from_row`` reads them)."""
     quote = connection.ops.quote_name
-    columns = ", ".join(f"{alias}.{quote(f.column)}" for model, alias in JOINED for f in model._meta.concrete_fields)
+    return ", ".join(f"{alias}.{quote(f.column)}" for model, alias in JOINED for f in model._meta.concrete_fields)
+
+
+@cache
+def key_tables(vendor: str) -> str:
+    """``FROM`` the key (alias ``k``) joined to its member (``m``) and space (``s``)."""
+    quote = connection.ops.quote_name
     return (
-        f"SELECT {columns} FROM {quote(ApiKey._meta.db_table)} k "
+        f"FROM {quote(ApiKey._meta.db_table)} k "
         f"JOIN {quote(Member._meta.db_table)} m ON m.id = k.member_id "
-        f"JOIN {quote(Space._meta.db_table)} s ON s.id = k.space_id "
-        "WHERE k.prefix = %s"
+        f"JOIN {quote(Space._meta.db_table)} s ON s.id = k.space_id"
     )
+
+
+@cache
+def lookup_sql(vendor: str) -> str:
+    return f"SELECT {key_columns(vendor)} {key_tables(vendor)} WHERE k.prefix = %s"
+
+
+@cache
+def key_row_width() -> int:
+    return sum(len(model._meta.concrete_fields) for model, _ in JOINED)
 
 
 @cache
@@ -59,8 +75,11 @@ def key_by_prefix(prefix: str) -> ApiKey | None:
     with connection.cursor() as cursor:
         cursor.execute(lookup_sql(connection.vendor), [prefix])
         row = cursor.fetchone()
-    if row is None:
-        return None
+    return None if row is None else key_from_row(row)
+
+
+def key_from_row(row: tuple) -> ApiKey:
+    """The key, member and space from the first ``key_row_width()`` values of ``row``."""
     objects, start = [], 0
     for model, _ in JOINED:
         width = len(model._meta.concrete_fields)

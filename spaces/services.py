@@ -86,7 +86,15 @@ def authenticate_key(raw: str) -> ApiKey | None:
     if parts is None:
         return None
     prefix, secret = parts
-    key = key_by_prefix(prefix)
+    return verified_key(key_by_prefix(prefix), secret)
+
+
+def verified_key(key: ApiKey | None, secret: str) -> ApiKey | None:
+    """``key`` (as looked up by its prefix) if ``secret`` is its secret and it is live, else None.
+
+    ``allocation.first_touch`` writes only for keys its SQL finds live with this hash:
+    the same rule, kept in step with this one.
+    """
     if key is None or not hmac.compare_digest(key.key_hash, hash_secret(secret)):
         return None
     now = timezone.now()
