@@ -92,30 +92,29 @@ def decide(scores: Sequence[SlotScore]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Row:
-    position: int  # numeric part of the id: T2 sorts before T10
-    work_item_id: str
-    bag: frozenset[str]
-
-
 class CatalogIndex:
-    """An immutable inverted index over one catalog version."""
+    """An immutable inverted index over one catalog version.
+
+    Once built it holds only a list of id strings and NumPy arrays: no per-row Python
+    containers, which the garbage collector would otherwise walk on every full
+    collection (at 100,000 rows, 200,000 of them made one such collection take
+    about 130 ms in the middle of some request).
+    """
 
     def __init__(self, rows: Iterable[tuple[str, str, Sequence[str]]]):
-        built = sorted(
-            (Row(int(wid[1:]), wid, bag_of(title, aliases)) for wid, title, aliases in rows), key=lambda r: r.position
-        )
-        self.rows: list[Row] = built  # a row's index in this list is also its rank in id order
+        # Sorted by the id's number (T2 before T10): a row's index is also its rank in id order.
+        built = sorted(((int(wid[1:]), wid, bag_of(title, aliases)) for wid, title, aliases in rows),
+                       key=lambda row: row[0])
+        self.work_item_ids: list[str] = [wid for _, wid, _ in built]
         postings: dict[str, list[int]] = {}
-        for index, row in enumerate(built):
-            for token in row.bag:
+        for index, (_, _, bag) in enumerate(built):
+            for token in bag:
                 postings.setdefault(token, []).append(index)
         self.postings: dict[str, np.ndarray] = {tok: np.array(ids, dtype=np.int32) for tok, ids in postings.items()}
-        self.bag_sizes = np.array([len(r.bag) for r in built], dtype=np.int32)
+        self.bag_sizes = np.array([len(bag) for _, _, bag in built], dtype=np.int32)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.work_item_ids)
 
     def scores(self, title_tokens: frozenset[str], limit: int = MAX_SCORES) -> list[SlotScore]:
         """The best ``limit`` rows by exact Jaccard (ties by id), zero rows padding the list."""
@@ -124,7 +123,7 @@ class CatalogIndex:
         result: list[SlotScore] = []
         if lists:
             ids = np.concatenate(lists) if len(lists) > 1 else lists[0]
-            counts = np.bincount(ids, minlength=len(self.rows))
+            counts = np.bincount(ids, minlength=len(self.work_item_ids))
             candidates = np.flatnonzero(counts)  # rows sharing at least one token, in id order
             shared = counts[candidates]
             union = t + self.bag_sizes[candidates] - shared
@@ -137,17 +136,17 @@ class CatalogIndex:
             # … then order them best first, lower id first among equals.
             order = np.lexsort((candidates, -values))[:limit]
             result = [
-                SlotScore(self.rows[candidates[i]].work_item_id, Fraction(int(shared[i]), int(union[i])))
+                SlotScore(self.work_item_ids[candidates[i]], Fraction(int(shared[i]), int(union[i])))
                 for i in order
             ]
         if len(result) < limit:
             # Pad with zero-score rows in id order, as the published examples list them.
             listed = {s.work_item_id for s in result}
-            for row in self.rows:
+            for work_item_id in self.work_item_ids:
                 if len(result) >= limit:
                     break
-                if row.work_item_id not in listed:
-                    result.append(SlotScore(row.work_item_id, Fraction(0)))
+                if work_item_id not in listed:
+                    result.append(SlotScore(work_item_id, Fraction(0)))
         return result
 
     def bind(self, title: str) -> BindDecision:
