@@ -3,13 +3,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from django.utils import timezone
 
 from allocation.conflict_keys import ConflictKey
 from allocation.idempotency import expire_operations, purge_operations
 from allocation.models import Operation, OperationState, Reservation
 from allocation.services import reserve
+from spaces import services
+from spaces.models import ApiKey
 from tasks.models import Task
+from tests.conftest import ApiClient
 
 S = "/v1/spaces/agent-lab"
 TITLE = {"title": "Benchmark harness for code-review agents"}
@@ -120,6 +125,24 @@ def test_post_without_a_key_is_not_an_operation(writer):
 
 def test_an_overlong_key_is_422(writer):
     assert post(writer, "k" * 256).status_code == 422
+
+
+@pytest.mark.parametrize("spoil", ["wrong secret", "revoked", "no key"])
+@pytest.mark.parametrize("idempotency_key", ["k1", "k" * 256])
+def test_without_a_valid_api_key_it_is_401_and_no_operation(writer, spoil, idempotency_key):
+    raw = {"wrong secret": writer.key[:-1] + ("0" if writer.key[-1] != "0" else "1"), "no key": None,
+           "revoked": writer.key}[spoil]
+    if spoil == "revoked":
+        services.revoke_key(key=ApiKey.objects.get(member=writer.member))
+    response = ApiClient(raw).post(f"{S}/tasks", TITLE, headers={"Idempotency-Key": idempotency_key})
+    assert response.status_code == 401 and response.json()["error"] == "unauthenticated"
+    assert not Operation.objects.exists() and not Task.objects.exists()
+
+
+def test_a_body_that_is_not_json_is_400_and_no_operation(writer):
+    response = writer.api.post(f"{S}/tasks", raw=b"{not json", headers={"Idempotency-Key": "k1"})
+    assert response.status_code == 400 and response.json()["error"] == "malformed_json"
+    assert not Operation.objects.exists()
 
 
 def test_expire_and_purge_operations(writer):
