@@ -79,7 +79,8 @@ def free_port() -> int:
 
 
 @contextmanager
-def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600) -> Iterator[str]:
+def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path = ROOT) -> Iterator[str]:
+    """A gunicorn serving the checkout at ``root`` (this one unless told) on a free port."""
     import http.client
 
     port = free_port()
@@ -91,12 +92,12 @@ def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600) -> Iterator
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
         DJANGO_SECURE_SSL_REDIRECT="0",
         DJANGO_CONN_MAX_AGE=str(conn_max_age),
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=str(root),
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "settings.wsgi:application", "--bind", f"127.0.0.1:{port}",
          "--workers", str(workers), "--worker-class", "sync", "--log-level", "warning", "--backlog", "2048"],
-        cwd=ROOT, env=env,
+        cwd=root, env=env,
     )
     try:
         deadline = time.monotonic() + 30

@@ -1,0 +1,110 @@
+"""Compare this checkout with another one (e.g. the commit before a change), side by side.
+
+    git worktree add /tmp/before HEAD~1
+    .venv/bin/python benchmarks/compare_checkouts.py /tmp/before [--clients 8] [--repeats 5] [--seconds 2]
+
+Both checkouts are served by their own gunicorn (2 sync workers) on one fresh database
+(BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/spaces_bench, dropped
+and re-created), so they must share its schema: the script refuses checkouts whose
+migrations differ. Every repeat runs each scenario on both, in alternating order, so the
+machine's drift falls on both alike. Prints each repeat and the median ratio of this
+checkout's rate to the other's; asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import (  # noqa: E402
+    ROOT,
+    bench_database_url,
+    gunicorn,
+    recreate_database,
+    refresh_statistics,
+    setup_django,
+)
+from benchmarks.load import Scenario, ensure_wrk, run_load  # noqa: E402
+
+APPS = ("spaces", "allocation", "tasks")
+
+
+def migrations(root: Path) -> set[str]:
+    return {f"{app}/{path.name}" for app in APPS for path in (root / app / "migrations").glob("0*.py")}
+
+
+def prepare() -> list[str]:
+    from spaces import services
+    from spaces.catalog import CatalogRow
+
+    space = services.create_space(slug="bench", name="Bench")
+    services.import_catalog(space=space, rows=[
+        CatalogRow("T1", "Benchmark harness for code-review agents", ["review agent benchmark"]),
+    ])
+    return [services.issue_key(member=services.add_member(space=space, role="writer", name=f"agent-{i}"))[1]
+            for i in range(32)]
+
+
+def scenarios(keys: list[str]) -> dict[str, Scenario]:
+    tasks = "/v1/spaces/bench/tasks"
+    return {
+        "create": Scenario(tasks, keys, body='{"title": "task {unique}"}'),
+        "create+key": Scenario(tasks, keys, body='{"title": "task {unique}"}', headers={"Idempotency-Key": "{unique}"}),
+        "replay": Scenario(tasks, keys, body='{"title": "replayed {agent}"}', headers={"Idempotency-Key": "r{agent}"}),
+        "409": Scenario(tasks, keys, body='{"title": "review agent benchmark"}'),
+        "next": Scenario("/v1/spaces/bench/next", keys),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("other", type=Path, help="the other checkout (a directory with manage.py)")
+    parser.add_argument("--scenarios", default="create,create+key,replay",
+                        help="comma-separated, of: create, create+key, replay, 409, next")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    args = parser.parse_args()
+    other = args.other.resolve()
+    if not (other / "manage.py").exists():
+        parser.error(f"{other} is not a checkout of this project (no manage.py)")
+    if migrations(other) != migrations(ROOT):
+        parser.error("the two checkouts' migrations differ, so they cannot share one database")
+
+    ensure_wrk()
+    url = bench_database_url()
+    recreate_database(url)
+    setup_django(url)
+    all_scenarios = scenarios(prepare())
+    names = args.scenarios.split(",")
+    unknown = set(names) - set(all_scenarios)
+    if unknown:
+        parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
+
+    with gunicorn(url, root=other) as before, gunicorn(url) as this:
+        for server in (before, this):  # warm up: the occupied task exists, replays are stored
+            run_load(server, all_scenarios["409"], clients=1, seconds=0.5)
+            run_load(server, all_scenarios["replay"], clients=32, seconds=1)
+            run_load(server, all_scenarios["create"], clients=args.clients, seconds=1)
+        ratios: dict[str, list[float]] = {name: [] for name in names}
+        for repeat in range(args.repeats):
+            refresh_statistics(url)
+            for name in names:
+                order = (before, this) if repeat % 2 == 0 else (this, before)
+                results = {server: run_load(server, all_scenarios[name], clients=args.clients,
+                                            seconds=args.seconds) for server in order}
+                ratio = results[this].rps / results[before].rps
+                ratios[name].append(ratio)
+                print(f"repeat {repeat + 1}  {name:<11} other {results[before].rps:7.0f} req/s   "
+                      f"this {results[this].rps:7.0f} req/s   this/other {ratio:.2f}", flush=True)
+    print(f"== this checkout / {other}, {args.clients} clients, median of {args.repeats} x {args.seconds:g} s")
+    for name in names:
+        print(f"  {name:<11} {statistics.median(ratios[name]):.2f}x   (repeats: "
+              f"{', '.join(f'{r:.2f}' for r in ratios[name])})")
+
+
+if __name__ == "__main__":
+    main()
