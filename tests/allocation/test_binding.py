@@ -134,3 +134,17 @@ def test_index_and_brute_force_agree_on_any_catalog(catalog, title):
     got = index.scores(tokens(title))
     assert [s for s in got if s.jaccard > 0] == [s for s in expected if s.jaccard > 0]
     assert decide(got) == decide(expected)
+
+
+def test_a_built_index_leaves_no_per_row_objects_for_the_garbage_collector():
+    # A cached index lives as long as its server process; per-row containers (a bag and a
+    # record per row) would be walked by every full collection and cost memory besides.
+    import gc
+
+    catalog = zipf_catalog(random.Random(3), 5_000)
+    gc.collect()
+    before = len(gc.get_objects())
+    index = CatalogIndex(catalog)
+    gc.collect()
+    assert len(index) == 5_000
+    assert len(gc.get_objects()) - before < 100
