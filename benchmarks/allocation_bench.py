@@ -1,7 +1,7 @@
 """Allocation benchmark: create-task, its 409 path, idempotent replays and bind, as ratios
 against baselines served by the same gunicorn (2 sync workers) in the same run.
 
-    .venv/bin/python benchmarks/allocation_bench.py [--seconds 3] [--repeats 3]
+    .venv/bin/python benchmarks/allocation_bench.py [--seconds 3] [--repeats 3] [--each]
 
 Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, default
 postgres://postgres@127.0.0.1:5432/spaces_bench), dropped and re-created. Prints every
@@ -98,6 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one measurement")
     parser.add_argument("--repeats", type=int, default=3, help="repeats per figure (the median is kept)")
+    parser.add_argument("--each", action="store_true", help="also print every repeat's throughput and p99")
     args = parser.parse_args()
     lines: list[str] = []
 
@@ -157,6 +158,9 @@ def main() -> None:
             for name in scenarios:
                 results[(name, clients)] = median_of(runs[name])
                 report(f"  {name:<42} {fmt(results[(name, clients)])}")
+                if args.each:
+                    report(f"  {'':<42} repeats: " + ", ".join(f"{r.rps:.0f} req/s p99 {r.p99_ms:.1f} ms"
+                                                                  for r in runs[name]))
 
     report("== ratios (goal in brackets)")
     for clients in CLIENTS:
