@@ -5,6 +5,8 @@ from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
+from spaces.key_lookup import instance as model_from_row
+
 
 def async_commit_cte(flush_on_commit: bool) -> tuple[str, str]:
     """``(common table expression, FROM clause)`` that let one statement commit without waiting for
@@ -102,10 +104,7 @@ def insert_or_fetch(
         instance._state.adding = False
         instance._state.db = db.alias
         return instance, True
-    names = [f.attname for f in meta.concrete_fields]
-    values = [f.from_db_value(v, None, db) if hasattr(f, "from_db_value") else v
-              for f, v in zip(meta.concrete_fields, row[:-1])]
-    return type(instance).from_db(db.alias, names, values), False
+    return model_from_row(type(instance), row[:-1]), False
 
 
 @cache

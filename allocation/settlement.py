@@ -135,9 +135,14 @@ def settle_and_record(current: Operation, changes: dict[str, Any], report: Repor
     op_field, body_field = Operation._meta.get_field, OperationObservation._meta.get_field("response_body")
     params = [op_field(name).get_db_prep_save(value, db) for name, value in changes.items()]
     params += [now, current.pk, current.key, current.fingerprint, current.binding_generation, current.revision]
-    params += [current.space_id, current.pk, report.kind, report.key, report.fingerprint, report.binding_generation,
-               report.lease_epoch, report.status, body_field.get_db_prep_save(report.body, db),
-               ObservationVerdict.APPLIED, False, now]
+    observation = {
+        "space_id": current.space_id, "operation_id": current.pk, "kind": report.kind, "key": report.key,
+        "fingerprint": report.fingerprint, "binding_generation": report.binding_generation,
+        "lease_epoch": report.lease_epoch, "response_status": report.status,
+        "response_body": body_field.get_db_prep_save(report.body, db), "verdict": ObservationVerdict.APPLIED,
+        "warned": False, "created_at": now,
+    }
+    params += [observation[column] for column in OBSERVATION_COLUMNS]
     with connection.cursor() as cursor:
         cursor.execute(settle_sql(tuple(changes)), params)
         row = cursor.fetchone()

@@ -61,6 +61,8 @@ def attnames(model: type[Model]) -> list[str]:
 
 
 def instance(model: type[Model], values: tuple) -> Model:
+    """``model`` from a row of all its concrete columns in field order, converted as the ORM
+    would (also used by ``allocation.db`` and ``allocation.first_touch`` for their rows)."""
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     converted = []
     for (column, functions), value in zip(converters(model, db.vendor), values):

@@ -97,8 +97,9 @@ def claim_next_sql() -> tuple[str, list[str]]:
     return CLAIM_NEXT_SQL.replace("{task_columns}", columns), [f.attname for f in fields]
 
 
-CLAIM_ATTNAMES = ["id", "space_id", "task_id", "member_id", "cycle", "origin", "created_at", "expires_at", "ended_at",
-                  "end_reason"]
+@cache
+def claim_attnames() -> list[str]:
+    return [f.attname for f in Claim._meta.concrete_fields]
 
 
 def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | None:
@@ -125,8 +126,10 @@ def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | Non
             # Only what a task's author shows (id, name); other fields load on first use.
             task.creator = Member.from_db(connection.alias, ["id", "space_id", "name"],
                                           (task.creator_id, space.pk, creator_name))
-        claim = Claim.from_db(connection.alias, CLAIM_ATTNAMES, (claim_id, space.pk, task.pk, member.pk, task.cycle,
-                                                                ClaimOrigin.NEXT, now, expires_at, None, ""))
+        values = {"id": claim_id, "space_id": space.pk, "task_id": task.pk, "member_id": member.pk,
+                  "cycle": task.cycle, "origin": ClaimOrigin.NEXT, "created_at": now, "expires_at": expires_at,
+                  "ended_at": None, "end_reason": ""}
+        claim = Claim.from_db(connection.alias, claim_attnames(), [values[name] for name in claim_attnames()])
         claim.task, claim.member = task, member
         return task, claim
     with transaction.atomic():
