@@ -2,7 +2,7 @@
 
 Every ``POST`` with an ``Idempotency-Key`` needs two things before its view runs: the API
 key (with member and space) and the first touch of its operation (SPEC §7.1), which
-needs the key's member and binding generation. On PostgreSQL both are one statement:
+needs the key's member and binding generation. Both are one statement:
 the first touch is an ``INSERT … SELECT`` from the key row, made only when the key row
 has the presented secret's hash and is live, and the same statement returns the key
 row and, when the touch found the operation already there, that operation.
@@ -17,12 +17,11 @@ from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from allocation.db import async_commit_cte
-from allocation.idempotency import Begun, after_first_touch, begin_operation, first_touch_row
+from allocation.idempotency import Begun, after_first_touch, first_touch_row
 from allocation.models import Operation
 from spaces.key_lookup import instance, key_columns, key_from_row, key_row_width, key_tables
 from spaces.models import ApiKey
-from spaces.services import authenticate_key, hash_secret, split_key, verified_key
+from spaces.services import hash_secret, split_key, verified_key
 
 # The touch's columns that come from the key row rather than from the request.
 FROM_KEY = {"space": "k.space_id", "member": "k.member_id", "binding_generation": "k.generation"}
@@ -36,12 +35,6 @@ def authenticate_and_begin(
     Raises what ``begin_operation`` raises (a reused key, a binding mismatch, an operation
     still in progress).
     """
-    if connection.vendor != "postgresql":
-        api_key = authenticate_key(raw_key)
-        if api_key is None:
-            return None, None
-        return api_key, begin_operation(api_key=api_key, idempotency_key=idempotency_key, method=method,
-                                        path=path, fingerprint=fingerprint)
     parts = split_key(raw_key.strip())
     if parts is None:
         return None, None
@@ -51,9 +44,8 @@ def authenticate_and_begin(
                             method=method, path=path, fingerprint=fingerprint)
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     values = [f.get_db_prep_save(f.pre_save(touch, add=True), db) for f in touched_fields() if f.name not in FROM_KEY]
-    async_commit, _ = async_commit_cte(flush_on_commit=False)
     with connection.cursor() as cursor:
-        cursor.execute(touch_sql(bool(async_commit)),
+        cursor.execute(touch_sql(),
                        [*values, prefix, secret_hash, touch.created_at, idempotency_key, secret_hash, prefix])
         row = cursor.fetchone()
     api_key = verified_key(None if row is None else key_from_row(row), secret)
@@ -77,26 +69,25 @@ def touched_fields() -> list:
 
 
 @cache
-def touch_sql(async_commit: bool) -> str:
+def touch_sql() -> str:
     """Built once per process: the first touch, conditioned on the key, then the key row and any
     operation the touch found. Parameters: the touch's own values, then prefix, secret hash and
     now for the touch, then the Idempotency-Key, secret hash and prefix for the read."""
     quote = connection.ops.quote_name
-    cte, source = async_commit_cte(flush_on_commit=False) if async_commit else ("", "")
     operations = quote(Operation._meta.db_table)
     fields = touched_fields()
     columns = ", ".join(quote(f.column) for f in fields)
     values = ", ".join(FROM_KEY.get(f.name, "%s") for f in fields)
     found = ", ".join(f"o.{quote(f.column)}" for f in Operation._meta.concrete_fields)
     return (
-        f"WITH {f'{cte}, ' if cte else ''}touched AS ("
+        "WITH touched AS ("
         f"INSERT INTO {operations} ({columns}) SELECT {values} "
-        f"FROM {quote(ApiKey._meta.db_table)} k{', async_commit' if source else ''} "
+        f"FROM {quote(ApiKey._meta.db_table)} k "
         "WHERE k.prefix = %s AND k.key_hash = %s AND k.revoked_at IS NULL "
         "AND (k.expires_at IS NULL OR k.expires_at > %s) "
         "ON CONFLICT (space_id, member_id, key) DO NOTHING RETURNING id) "
-        f"SELECT {key_columns(connection.vendor)}, (SELECT id FROM touched), {found} "
-        f"{key_tables(connection.vendor)} "
+        f"SELECT {key_columns()}, (SELECT id FROM touched), {found} "
+        f"{key_tables()} "
         f"LEFT JOIN {operations} o ON o.space_id = k.space_id AND o.member_id = k.member_id AND o.key = %s "
         "AND k.key_hash = %s AND NOT EXISTS (SELECT 1 FROM touched) "
         "WHERE k.prefix = %s"

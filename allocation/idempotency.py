@@ -13,11 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from allocation import errors
-from allocation.db import insert_or_fetch, insert_unless_conflict
+from allocation.db import insert_or_fetch
 from allocation.models import (
     ObservationKind,
     ObservationVerdict,
@@ -83,22 +82,12 @@ def first_touch_row(*, space_id: int, member_id: int, binding_generation: int, i
 
 
 def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path: str, fingerprint: str) -> Begun:
-    scope = dict(space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key)
     # First touch: one statement stores the tuple under a live lease (the unique
     # constraint makes concurrent first touches agree on one winner).
     first_touch = first_touch_row(space_id=api_key.space_id, member_id=api_key.member_id,
                                   binding_generation=api_key.generation, idempotency_key=idempotency_key,
                                   method=method, path=path, fingerprint=fingerprint)
-    if connection.vendor == "postgresql":
-        # One round trip, and no wait for a disk flush: until this request's own writes
-        # commit (synchronously, flushing this row with them) a first touch promises
-        # nothing to anyone. If a crash loses it, the client never got an answer and its
-        # retry simply touches first again.
-        operation, created = insert_or_fetch(first_touch, ["space", "member", "key"], flush_on_commit=False)
-    else:
-        operation = Operation.objects.filter(**scope).first()
-        created = operation is None and insert_unless_conflict(first_touch, ["space", "member", "key"])
-        operation = first_touch if created else operation
+    operation, created = insert_or_fetch(first_touch, ["space", "member", "key"])
     return after_first_touch(operation, created, api_key=api_key, idempotency_key=idempotency_key,
                              fingerprint=fingerprint)
 

@@ -101,12 +101,6 @@ class SlotHold(models.Model):
         return f"hold {self.work_item_id}"
 
 
-class ReceivedSeqTicket(models.Model):
-    """Arrival tickets on databases without sequences (SQLite); PostgreSQL uses a SEQUENCE."""
-
-    created_at = models.DateTimeField(default=timezone.now)
-
-
 class OperationState(models.TextChoices):
     IN_PROGRESS = "in_progress"  # a lease is live: one attempt is running
     UNKNOWN = "unknown"  # nothing settled: retryable (lease expired, or a transient outcome)

@@ -16,13 +16,12 @@ from allocation import errors
 from allocation.binding import SlotScore, decide, normalize_title, tokens
 from allocation.catalog_index import catalog_index
 from allocation.conflict_keys import ConflictKey, task_target
-from allocation.db import async_commit_cte, insert_unless_conflict
+from allocation.db import insert_unless_conflict
 from allocation.models import (
     TASK_DELIVERY_MODES,
     ConflictKind,
     Occupancy,
     Operation,
-    ReceivedSeqTicket,
     Reservation,
     SlotHold,
 )
@@ -100,14 +99,9 @@ def bind_title(
 # --- Arrival order ---------------------------------------------------------------------------
 
 
-# On PostgreSQL the arrival number is taken by the reserve statement itself, so intents
-# get their numbers in the order they reach the allocator, with no round trip of its own.
+# The arrival number is taken by the reserve statement itself, so intents get their
+# numbers in the order they reach the allocator, with no round trip of its own.
 NEXT_RECEIVED_SEQ = "nextval('allocation_received_seq')"
-
-
-def next_received_seq() -> int:
-    """An arrival number where there is no sequence (SQLite): one ticket row each."""
-    return ReceivedSeqTicket.objects.create().pk
 
 
 # --- Reserve, occupy, release ----------------------------------------------------------------
@@ -166,69 +160,17 @@ def find_occupancy(space: Space, key: ConflictKey) -> Occupancy | None:
     return Occupancy.objects.select_related("task").filter(**key_filter(space, key)).first()
 
 
-def reserve(
-    *,
-    space: Space,
-    key: ConflictKey,
-    member: Member,
-    payload_sha256: str,
-    work_item_id: str | None = None,
-    operation: Operation | None = None,
-    received_seq: int | None = None,
-) -> Reservation:
-    """Steps 2–4 of SPEC §4.5, committed before returning; raises the 409 that applies.
-
-    A stale reservation (past ``expires_at``) is taken over under its row lock, so a
-    crashed process never blocks a key longer than the window, with or without the
-    operator command. A reservation left by the same idempotent operation is taken over
-    too: a retry does not lose to itself.
-
-    The arrival number is taken here (SPEC §4.5), unless the caller brings one;
-    ``reservation.received_seq`` holds it.
-    """
-    if connection.vendor == "postgresql" and received_seq is None:
-        return reserve_in_one_statement(space=space, key=key, member=member, payload_sha256=payload_sha256,
-                                        work_item_id=work_item_id, operation=operation)
-    if received_seq is None:
-        received_seq = next_received_seq()
-    now = timezone.now()
-    fields = reservation_fields(space=space, member=member, received_seq=received_seq,
-                                payload_sha256=payload_sha256, operation=operation, now=now)
-    # Fast path, one statement: take the key unless it is occupied, held or reserved.
-    occupied_sql = (
-        f"SELECT 1 FROM {Occupancy._meta.db_table} "
-        "WHERE space_id = %s AND kind = %s AND target = %s AND delivery_mode = %s"
-    )
-    unless = [(occupied_sql, [space.pk, key.kind, key.target, key.delivery_mode])]
-    if work_item_id is not None:
-        held_sql = f"SELECT 1 FROM {SlotHold._meta.db_table} WHERE space_id = %s AND work_item_id = %s"
-        unless.append((held_sql, [space.pk, work_item_id]))
-    reservation = Reservation(**key_filter(space, key), **fields)
-    # Committed without waiting for a flush: the table is UNLOGGED, but its foreign-key
-    # checks lock rows of logged tables, which would otherwise make the commit wait.
-    if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, unless_exists=unless, flush_on_commit=False):
-        return reservation
-    # Refused: say why. A hold comes first, then a durable occupant, then a reservation.
-    if work_item_id is not None and SlotHold.objects.filter(space=space, work_item_id=work_item_id).exists():
-        raise held_error(work_item_id, key)
-    occupancy = find_occupancy(space, key)
-    if occupancy is not None:
-        raise occupied_error(occupancy, key)
-    return reserve_over_reservation(space=space, key=key, fields=fields, operation=operation, now=now)
-
-
-def reservation_fields(*, space: Space, member: Member, received_seq: int | None, payload_sha256: str,
+def reservation_fields(*, space: Space, member: Member, payload_sha256: str,
                        operation: Operation | None, now: datetime) -> dict:
-    return dict(received_seq=received_seq, payload_sha256=payload_sha256, member=member, operation=operation,
+    return dict(received_seq=None, payload_sha256=payload_sha256, member=member, operation=operation,
                 created_at=now, expires_at=now + timedelta(seconds=space.allocation_window_seconds))
 
 
 def reserve_over_reservation(
     *, space: Space, key: ConflictKey, fields: dict, operation: Operation | None, now: datetime
 ) -> Reservation:
-    """Someone holds a reservation on the key: decide under its row lock whether it is live.
-    ``fields["received_seq"]`` None takes the arrival number from the sequence."""
-    sql_values = {"received_seq": NEXT_RECEIVED_SEQ} if fields["received_seq"] is None else None
+    """Someone holds a reservation on the key: decide under its row lock whether it is live."""
+    sql_values = {"received_seq": NEXT_RECEIVED_SEQ}
     with transaction.atomic():
         for _ in range(3):
             existing = Reservation.objects.select_for_update().filter(**key_filter(space, key)).first()
@@ -244,14 +186,12 @@ def reserve_over_reservation(
         raise reserved_error(Reservation(pk=0), key)
 
 
-# PostgreSQL's reserve in one round trip (SPEC §4.5 steps 2-4): insert the reservation
-# unless the slot is held or the key occupied, and otherwise say which, with the winner
-# the 409 names. An empty answer means another intent's reservation holds the key. The
-# arrival number comes from the sequence here, so it follows the order intents reach
-# the allocator. The commit does not wait for a flush (see allocation.db.async_commit_cte):
-# the table is UNLOGGED, but its foreign-key checks lock rows of logged tables.
+# Reserve in one round trip (SPEC §4.5 steps 2-4): insert the reservation unless the slot
+# is held or the key occupied, and otherwise say which, with the winner the 409 names. An
+# empty answer means another intent's reservation holds the key. The arrival number comes
+# from the sequence here, so it follows the order intents reach the allocator.
 RESERVE_SQL = """
-WITH {async_commit}held AS (
+WITH held AS (
     SELECT 1 FROM allocation_slothold WHERE space_id = %(space)s AND work_item_id = %(work_item_id)s AND {with_hold}
 ), occupant AS (
     SELECT o.task_id, o.note_id, t.number, t.status FROM allocation_occupancy o
@@ -262,7 +202,7 @@ WITH {async_commit}held AS (
     INSERT INTO allocation_reservation (space_id, kind, target, delivery_mode, received_seq, payload_sha256,
                                         member_id, operation_id, created_at, expires_at)
     SELECT %(space)s, %(kind)s, %(target)s, %(delivery_mode)s, {next_received_seq},
-           %(payload_sha256)s, %(member)s, %(operation)s, %(now)s, %(expires_at)s {source}
+           %(payload_sha256)s, %(member)s, %(operation)s, %(now)s, %(expires_at)s
     WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM occupant)
     ON CONFLICT (space_id, kind, target, delivery_mode) DO NOTHING
     RETURNING id, received_seq
@@ -273,18 +213,22 @@ UNION ALL SELECT 'occupied', task_id, note_id, number, status FROM occupant
 """
 
 
-def reserve_in_one_statement(
-    *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, work_item_id: str | None,
-    operation: Operation | None,
+def reserve(
+    *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, work_item_id: str | None = None,
+    operation: Operation | None = None,
 ) -> Reservation:
-    """``reserve`` on PostgreSQL: RESERVE_SQL, then the reservation lock only when another
-    intent's reservation holds the key."""
+    """Steps 2–4 of SPEC §4.5 in one statement (RESERVE_SQL); raises the 409 that applies.
+
+    Only when another intent's reservation holds the key does it take that reservation's
+    row lock: a stale reservation (past ``expires_at``) is taken over, so a crashed
+    process never blocks a key longer than the window, with or without the operator
+    command; so is one left by the same idempotent operation (a retry does not lose to
+    itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``.
+    """
     now = timezone.now()
-    fields = reservation_fields(space=space, member=member, received_seq=None, payload_sha256=payload_sha256,
+    fields = reservation_fields(space=space, member=member, payload_sha256=payload_sha256,
                                 operation=operation, now=now)
-    async_commit, source = async_commit_cte(flush_on_commit=False)
-    sql = RESERVE_SQL.format(async_commit=f"{async_commit}, " if async_commit else "", source=source,
-                             with_hold="true" if work_item_id is not None else "false",
+    sql = RESERVE_SQL.format(with_hold="true" if work_item_id is not None else "false",
                              next_received_seq=NEXT_RECEIVED_SEQ)
     with connection.cursor() as cursor:
         cursor.execute(sql, {

@@ -23,7 +23,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from allocation.models import (
@@ -85,7 +84,7 @@ def observe(*, operation: Operation, report: Report) -> Settled:
     current, fresh = operation, False
     for _ in range(MAX_ROUNDS):
         verdict, changes = decide(current, report)
-        if changes and connection.vendor == "postgresql":
+        if changes:
             # The compare-and-set and the observation row in one statement (one round trip).
             observation_id = settle_and_record(current, changes, report)
             if observation_id is None:
@@ -101,18 +100,7 @@ def observe(*, operation: Operation, report: Report) -> Settled:
                 verdict=verdict,
             )
             return Settled(current, observation)
-        if changes:
-            won = Operation.objects.filter(
-                pk=current.pk, key=current.key, fingerprint=current.fingerprint,
-                binding_generation=current.binding_generation, revision=current.revision,
-            ).update(**changes, revision=F("revision") + 1, updated_at=timezone.now())
-            if won != 1:
-                current, fresh = Operation.objects.get(pk=operation.pk), True
-                continue  # someone settled in between: reload and run every stage again
-            for name, value in changes.items():
-                setattr(current, name, value)
-            current.revision += 1
-        elif not fresh:
+        if not fresh:
             current, fresh = Operation.objects.get(pk=operation.pk), True
             continue
         observation = OperationObservation.objects.create(
@@ -128,7 +116,7 @@ def observe(*, operation: Operation, report: Report) -> Settled:
 
 
 def settle_and_record(current: Operation, changes: dict[str, Any], report: Report) -> int | None:
-    """PostgreSQL: compare-and-set the record and, only if it won, insert the applied
+    """Compare-and-set the record and, only if it won, insert the applied
     observation; returns the observation's id, or None when the compare-and-set lost."""
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     now = timezone.now()

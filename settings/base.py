@@ -1,6 +1,6 @@
 """Settings for the Spaces service, read from the environment (SPEC §9).
 
-DATABASE_URL          default: an SQLite file in the project folder; postgres://… for production
+DATABASE_URL          postgres://…; unset: the embedded server bin/run starts (settings.embedded_postgres)
 DJANGO_SECRET_KEY     required when DJANGO_DEBUG=0
 DJANGO_DEBUG          "1" (default) or "0"
 DJANGO_ALLOWED_HOSTS  comma-separated; default "127.0.0.1,localhost" (plus "testserver" in debug)
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from settings import embedded_postgres
 from settings.database_url import parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -83,12 +84,19 @@ TEMPLATES = [
     },
 ]
 
+def database_url() -> str:
+    """``DATABASE_URL``, or the embedded server that ``bin/run`` keeps running (SPEC §9)."""
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if url:
+        return url
+    url = embedded_postgres.running_url("run")
+    if url is None:
+        raise ImproperlyConfigured(embedded_postgres.START_HINT)
+    return url
+
+
 DATABASES = {
-    "default": parse_database_url(
-        os.environ.get("DATABASE_URL", "sqlite:///db.sqlite3"),
-        base_dir=BASE_DIR,
-        conn_max_age=int(os.environ.get("DJANGO_CONN_MAX_AGE", "600")),
-    )
+    "default": parse_database_url(database_url(), conn_max_age=int(os.environ.get("DJANGO_CONN_MAX_AGE", "600")))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -1,12 +1,10 @@
 """Turn ``DATABASE_URL`` into Django's ``DATABASES`` entry.
 
-Twenty lines of our own instead of a dependency: only two schemes are supported.
+Twenty lines of our own instead of a dependency: PostgreSQL is the only database (SPEC §1).
 """
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
-
 
 # Server-side binding lets psycopg prepare a statement after its fifth run on a
 # connection, so the hot statements (key lookup, reserve, mutate, claim) skip parsing and
@@ -30,26 +28,25 @@ def _option(name: str, value: str) -> object:
     return value
 
 
-def parse_database_url(url: str, *, base_dir: Path, conn_max_age: int) -> dict:
+def parse_database_url(url: str, *, conn_max_age: int) -> dict:
+    """``postgres://user:password@host:port/name?option=value``; ``?host=/a/folder`` names a
+    Unix socket folder instead of a host (as libpq reads it)."""
     parts = urlsplit(url)
-    if parts.scheme in ("sqlite", "sqlite3"):
-        # sqlite:///relative.db and sqlite:////absolute/path.db, as dj-database-url reads them.
-        path = unquote(parts.path)[1:] if parts.path.startswith("/") else unquote(parts.path)
-        name = path if Path(path).is_absolute() else str(base_dir / path)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name or str(base_dir / "db.sqlite3")}
-    if parts.scheme in ("postgres", "postgresql", "pgsql"):
-        options = {**POSTGRES_DEFAULTS, **{name: _option(name, value) for name, value in parse_qsl(parts.query)}}
-        return {
-            "ENGINE": "settings.postgresql",  # Django's, with a cheaper health check
-            "NAME": unquote(parts.path.lstrip("/")) or "spaces",
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-            "OPTIONS": options,
-            # Persistent connections: opening a PostgreSQL connection per request costs
-            # more than the request's own queries (a one-INSERT view drops ~6x without them).
-            "CONN_MAX_AGE": conn_max_age,
-            "CONN_HEALTH_CHECKS": True,
-        }
-    raise ValueError(f"DATABASE_URL: unsupported scheme {parts.scheme!r} (use postgres:// or sqlite:///)")
+    if parts.scheme not in ("postgres", "postgresql", "pgsql"):
+        raise ValueError(f"DATABASE_URL: unsupported scheme {parts.scheme!r} (PostgreSQL only: postgres://…)")
+    query = dict(parse_qsl(parts.query))
+    host = query.pop("host", None) or parts.hostname or ""
+    options = {**POSTGRES_DEFAULTS, **{name: _option(name, value) for name, value in query.items()}}
+    return {
+        "ENGINE": "settings.postgresql",  # Django's, with a cheaper health check
+        "NAME": unquote(parts.path.lstrip("/")) or "spaces",
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(parts.port or ""),
+        "OPTIONS": options,
+        # Persistent connections: opening a PostgreSQL connection per request costs
+        # more than the request's own queries (a one-INSERT view drops ~6x without them).
+        "CONN_MAX_AGE": conn_max_age,
+        "CONN_HEALTH_CHECKS": True,
+    }

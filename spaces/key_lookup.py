@@ -17,14 +17,14 @@ JOINED = ((ApiKey, "k"), (Member, "m"), (Space, "s"))
 
 
 @cache
-def key_columns(vendor: str) -> str:
+def key_columns() -> str:
     """The columns of the key, its member and its space, in that order (``key_from_row`` reads them)."""
     quote = connection.ops.quote_name
     return ", ".join(f"{alias}.{quote(f.column)}" for model, alias in JOINED for f in model._meta.concrete_fields)
 
 
 @cache
-def key_tables(vendor: str) -> str:
+def key_tables() -> str:
     """``FROM`` the key (alias ``k``) joined to its member (``m``) and space (``s``)."""
     quote = connection.ops.quote_name
     return (
@@ -35,8 +35,8 @@ def key_tables(vendor: str) -> str:
 
 
 @cache
-def lookup_sql(vendor: str) -> str:
-    return f"SELECT {key_columns(vendor)} {key_tables(vendor)} WHERE k.prefix = %s"
+def lookup_sql() -> str:
+    return f"SELECT {key_columns()} {key_tables()} WHERE k.prefix = %s"
 
 
 @cache
@@ -45,9 +45,9 @@ def key_row_width() -> int:
 
 
 @cache
-def converters(model: type[Model], vendor: str) -> list[tuple]:
-    """Per column, the converters the ORM's compiler would apply (the backend's, e.g.
-    SQLite's datetimes, then the field's own), with the column expression they expect."""
+def converters(model: type[Model]) -> list[tuple]:
+    """Per column, the converters the ORM's compiler would apply (the backend's, then the
+    field's own, e.g. a JSON field's decoding), with the column expression they expect."""
     out = []
     for field in model._meta.concrete_fields:
         column = field.get_col(model._meta.db_table)
@@ -65,7 +65,7 @@ def instance(model: type[Model], values: tuple) -> Model:
     would (also used by ``allocation.db`` and ``allocation.first_touch`` for their rows)."""
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     converted = []
-    for (column, functions), value in zip(converters(model, db.vendor), values):
+    for (column, functions), value in zip(converters(model), values):
         for convert in functions:
             value = convert(value, column, db)
         converted.append(value)
@@ -75,7 +75,7 @@ def instance(model: type[Model], values: tuple) -> Model:
 def key_by_prefix(prefix: str) -> ApiKey | None:
     """The key with this prefix (unique), its ``member`` and ``space`` loaded; None if absent."""
     with connection.cursor() as cursor:
-        cursor.execute(lookup_sql(connection.vendor), [prefix])
+        cursor.execute(lookup_sql(), [prefix])
         row = cursor.fetchone()
     return None if row is None else key_from_row(row)
 

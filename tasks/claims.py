@@ -62,7 +62,7 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
     return claim
 
 
-# Plain `next` on PostgreSQL as one statement: pick the lowest open task with SKIP LOCKED,
+# Plain `next` as one statement: pick the lowest open task with SKIP LOCKED,
 # mark it claimed, insert the claim and its event. An open task has no live claim and no
 # waiting attempt, so "claimed" is exactly what recompute_status would say.
 CLAIM_NEXT_SQL = """
@@ -111,39 +111,26 @@ def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | Non
     """
     now = timezone.now()
     expires_at = claim_expiry(space, now)
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
-        sql, task_attnames = claim_next_sql()
-        with connection.cursor() as cursor:
-            cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
-                                 "expires_iso": expires_at.isoformat()})
-            row = cursor.fetchone()
-        if row is None:
-            return None
-        claim_id, creator_name = row[0], row[1]
-        task = Task.from_db(connection.alias, task_attnames, row[2:])
-        task.space = space
-        if task.creator_id is not None:
-            # Only what a task's author shows (id, name); other fields load on first use.
-            task.creator = Member.from_db(connection.alias, ["id", "space_id", "name"],
-                                          (task.creator_id, space.pk, creator_name))
-        values = {"id": claim_id, "space_id": space.pk, "task_id": task.pk, "member_id": member.pk,
-                  "cycle": task.cycle, "origin": ClaimOrigin.NEXT, "created_at": now, "expires_at": expires_at,
-                  "ended_at": None, "end_reason": ""}
-        claim = Claim.from_db(connection.alias, claim_attnames(), [values[name] for name in claim_attnames()])
-        claim.task, claim.member = task, member
-        return task, claim
-    with transaction.atomic():
-        task = (
-            Task.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("space")
-            .filter(space=space, status=TaskStatus.OPEN)
-            .order_by("number")
-            .first()
-        )
-        if task is None:
-            return None
-        claim = open_claim(task=task, member=member, origin=ClaimOrigin.NEXT)
-        return task, claim
+    sql, task_attnames = claim_next_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
+                             "expires_iso": expires_at.isoformat()})
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    claim_id, creator_name = row[0], row[1]
+    task = Task.from_db(connection.alias, task_attnames, row[2:])
+    task.space = space
+    if task.creator_id is not None:
+        # Only what a task's author shows (id, name); other fields load on first use.
+        task.creator = Member.from_db(connection.alias, ["id", "space_id", "name"],
+                                      (task.creator_id, space.pk, creator_name))
+    values = {"id": claim_id, "space_id": space.pk, "task_id": task.pk, "member_id": member.pk,
+              "cycle": task.cycle, "origin": ClaimOrigin.NEXT, "created_at": now, "expires_at": expires_at,
+              "ended_at": None, "end_reason": ""}
+    claim = Claim.from_db(connection.alias, claim_attnames(), [values[name] for name in claim_attnames()])
+    claim.task, claim.member = task, member
+    return task, claim
 
 
 def claim_task(*, space: Space, member: Member, number: object, join: bool = False) -> tuple[Task, Claim]:

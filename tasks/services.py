@@ -103,7 +103,7 @@ def create_task(
     return task
 
 
-# The mutation of SPEC §4.5.4 as one PostgreSQL statement: number the task, insert it and
+# The mutation of SPEC §4.5.4 as one statement: number the task, insert it and
 # its occupancy, drop the reservation and record the event. A single statement is its
 # own transaction, so all of it commits or none does (a unique violation on the
 # occupancy rolls back the task and the number too), in one round trip instead of seven.
@@ -135,27 +135,19 @@ SELECT id, number FROM task
 def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey) -> None:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically."""
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
-        now = timezone.now()
-        with connection.cursor() as cursor:
-            cursor.execute(INSERT_TASK_SQL, {
-                "space": task.space_id, "title": task.title, "body": task.body,
-                "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
-                "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
-                "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
-                "reservation": reservation.pk, "details": json.dumps(details),
-            })
-            task.pk, task.number = cursor.fetchone()
-        task.created_at = task.updated_at = now
-        task._state.adding = False
-        task._state.db = connection.alias
-        return
-    # Elsewhere (SQLite, or inside a caller's transaction) the same steps, one by one.
-    with transaction.atomic():
-        task.number = allocate_task_number(task.space)
-        task.save(force_insert=True)
-        allocation.occupy(reservation=reservation, space=task.space, key=key, task=task)
-        record_event(task=task, kind=EventKind.CREATED, actor=task.creator, **details)
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(INSERT_TASK_SQL, {
+            "space": task.space_id, "title": task.title, "body": task.body,
+            "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
+            "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
+            "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
+            "reservation": reservation.pk, "details": json.dumps(details),
+        })
+        task.pk, task.number = cursor.fetchone()
+    task.created_at = task.updated_at = now
+    task._state.adding = False
+    task._state.db = connection.alias
 
 
 @dataclass(frozen=True)

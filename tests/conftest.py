@@ -19,18 +19,6 @@ from tests.factories import SpaceFactory, member_with_key
 FIXTURE = Path(__file__).resolve().parent.parent / "spaces" / "fixtures" / "agent-lab.json"
 
 
-def pytest_collection_modifyitems(config, items):
-    # Tests marked `postgres` rely on row locks, SKIP LOCKED or real server processes.
-    from django.conf import settings
-
-    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
-        return
-    skip = pytest.mark.skip(reason="needs PostgreSQL (DATABASE_URL=postgres://…)")
-    for item in items:
-        if "postgres" in item.keywords:
-            item.add_marker(skip)
-
-
 @pytest.fixture(autouse=True)
 def fresh_index_cache():
     # Test databases reuse primary keys across tests; the cache is keyed by space id.
@@ -132,7 +120,3 @@ def outsider(db) -> Persona:
 @pytest.fixture
 def anonymous() -> ApiClient:
     return ApiClient()
-
-
-def is_postgres() -> bool:
-    return connection.vendor == "postgresql"

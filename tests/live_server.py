@@ -9,6 +9,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import quote
 
 import httpx
 from django.db import connection
@@ -25,10 +26,10 @@ def free_port() -> int:
 def test_database_url() -> str:
     """The URL of the database pytest-django created, so the servers see the test's rows."""
     s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
-    host = s["HOST"] or "127.0.0.1"
-    port = s["PORT"] or "5432"
-    return f"postgres://{auth}@{host}:{port}/{s['NAME']}"
+    auth = quote(s["USER"], safe="") + (f":{quote(s['PASSWORD'], safe='')}" if s["PASSWORD"] else "")
+    if s["HOST"].startswith("/"):  # a Unix socket folder (the embedded server)
+        return f"postgres://{auth}@/{s['NAME']}?host={quote(s['HOST'], safe='/')}"
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or '5432'}/{s['NAME']}"
 
 
 def server_env(**extra: str) -> dict[str, str]:

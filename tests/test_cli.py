@@ -18,7 +18,7 @@ from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 from tests.live_server import ROOT, gunicorn
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def spaces_cli(base: str, key: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -57,7 +57,7 @@ def test_a_retried_create_is_one_task_on_the_server():
     member, key = member_with_key(space, "writer", "retrier")
     blocker, _ = member_with_key(space, "writer", "blocker")
     held = reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:retry policy", "result"),
-                   member=blocker, received_seq=1, payload_sha256="x")
+                   member=blocker, payload_sha256="x")
 
     def release_soon():
         from django.db import connection

@@ -10,7 +10,7 @@ from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
 
 from spaces.models import Space
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def server_connection() -> psycopg.Connection:

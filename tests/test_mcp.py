@@ -11,7 +11,7 @@ from tests.conftest import load_agent_lab
 from tests.factories import SpaceFactory, member_with_key
 from tests.live_server import gunicorn
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 async def session_calls(base: str, key: str, calls: list[tuple[str, dict]]):

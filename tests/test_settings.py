@@ -1,14 +1,10 @@
-from pathlib import Path
-
 import pytest
 
 from settings.database_url import parse_database_url
 
-BASE = Path("/srv/spaces")
-
 
 def parse(url: str) -> dict:
-    return parse_database_url(url, base_dir=BASE, conn_max_age=600)
+    return parse_database_url(url, conn_max_age=600)
 
 
 def test_postgres_prepares_hot_statements_by_default():
@@ -31,11 +27,13 @@ def test_typed_options_refuse_bad_values(query):
         parse(f"postgres://app@db/spaces?{query}")
 
 
-def test_sqlite_paths():
-    assert parse("sqlite:///db.sqlite3")["NAME"] == str(BASE / "db.sqlite3")
-    assert parse("sqlite:////var/lib/spaces.db")["NAME"] == "/var/lib/spaces.db"
+def test_a_socket_folder_is_a_host():
+    db = parse("postgres://postgres@/spaces?host=/srv/spaces/.postgres/run")
+    assert (db["HOST"], db["PORT"], db["NAME"]) == ("/srv/spaces/.postgres/run", "", "spaces")
+    assert "host" not in db["OPTIONS"]
 
 
-def test_unknown_schemes_are_refused():
-    with pytest.raises(ValueError, match="unsupported scheme"):
-        parse("mysql://app@db/spaces")
+@pytest.mark.parametrize("url", ["mysql://app@db/spaces", "sqlite:///db.sqlite3"])
+def test_other_databases_are_refused(url):
+    with pytest.raises(ValueError, match="PostgreSQL only"):
+        parse(url)

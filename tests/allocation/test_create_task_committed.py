@@ -1,4 +1,4 @@
-"""The create path outside a test transaction: on PostgreSQL the mutation is one statement."""
+"""The create path outside a test transaction: the mutation is one statement."""
 from __future__ import annotations
 
 import pytest
@@ -54,7 +54,6 @@ def test_the_occupancy_constraint_decides_when_a_reservation_was_lost(monkeypatc
     assert not Reservation.objects.exists()
 
 
-@pytest.mark.postgres
 def test_reservations_write_no_wal_but_tasks_and_occupancy_do():
     """Reservations mean nothing after a crash, so their table is UNLOGGED (no flush to
     wait for when reserving); what must survive a crash stays logged."""
@@ -70,7 +69,6 @@ def test_reservations_write_no_wal_but_tasks_and_occupancy_do():
                            "allocation_operation": "p"}
 
 
-@pytest.mark.postgres
 def test_the_reservation_statement_takes_the_arrival_number_from_the_sequence():
     space = load_agent_lab()
     member, _ = member_with_key(space, "writer")
@@ -78,34 +76,3 @@ def test_the_reservation_statement_takes_the_arrival_number_from_the_sequence():
     second = services.create_task(space=space, actor=member, title="Write the onboarding guide")
     assert 0 < first.received_seq < second.received_seq
     assert Task.objects.get(pk=second.pk).received_seq == second.received_seq
-
-
-@pytest.mark.postgres
-def test_a_first_touch_commits_without_a_flush_but_leaves_the_session_durable():
-    """The Idempotency-Key's first touch turns synchronous_commit off for its own
-    statement only: every later commit on the connection still waits for the disk."""
-    from django.db import connection
-
-    from allocation.idempotency import begin_operation
-
-    space = load_agent_lab()
-    member, _ = member_with_key(space, "writer")
-    api_key = member.api_keys.get()
-    begun = begin_operation(api_key=api_key, idempotency_key="k1", method="POST", path="/x", fingerprint="f")
-    assert not begun.replay and begun.operation.pk
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW synchronous_commit")
-        assert cursor.fetchone()[0] == "on"
-
-
-@pytest.mark.postgres
-def test_inside_a_callers_transaction_nothing_commits_without_a_flush():
-    from django.db import connection, transaction
-
-    from allocation.db import async_commit_cte
-
-    assert async_commit_cte(False)[0].startswith("async_commit")
-    assert async_commit_cte(True) == ("", "")
-    with transaction.atomic():
-        assert async_commit_cte(False) == ("", "")  # the setting would outlive the statement
-    assert not connection.in_atomic_block

@@ -10,7 +10,7 @@ from allocation.models import Operation, OperationState
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def touch(member, key: str, fingerprint: str) -> Operation:
@@ -26,7 +26,7 @@ def stored(operation: Operation) -> dict:
 
 def test_a_new_row_comes_back_as_the_instance_with_its_key_and_exactly_the_stored_values():
     member, _ = member_with_key(load_agent_lab(), "writer")
-    row, created = insert_or_fetch(touch(member, "k1", "a" * 64), ["space", "member", "key"], flush_on_commit=False)
+    row, created = insert_or_fetch(touch(member, "k1", "a" * 64), ["space", "member", "key"])
     assert created and row.pk and not row._state.adding
     assert model_to_dict(row) == stored(row)
 

@@ -16,7 +16,7 @@ from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 
 # transaction=True: outside a test transaction, as in a request (the touch commits on its own).
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def begin(raw: str, key: str = "k1", fingerprint: str = "f" * 64):

@@ -94,7 +94,7 @@ def test_an_expired_lease_runs_again_under_a_new_fencing_token(writer):
 
 def test_a_transient_409_reserved_stays_retryable(writer, writer2, space):
     blocker = reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"),
-                      member=writer2.member, received_seq=1, payload_sha256="x")
+                      member=writer2.member, payload_sha256="x")
     first = post(writer, "k1")
     assert first.json()["code"] == "conflict_key_reserved"
     assert Operation.objects.get().state == OperationState.UNKNOWN
@@ -111,7 +111,7 @@ def test_a_retry_takes_over_its_own_earlier_reservation(writer, space):
     begun = begin_operation(api_key=api_key, idempotency_key="k1", method="POST", path=f"{S}/tasks",
                             fingerprint=request_fingerprint("POST", f"{S}/tasks", TITLE))
     reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"), member=writer.member,
-            received_seq=1, payload_sha256="x", operation=begun.operation)
+            payload_sha256="x", operation=begun.operation)
     Operation.objects.update(state=OperationState.UNKNOWN, lease_expires_at=None)  # the lease ran out
     response = post(writer, "k1")
     assert response.status_code == 201

@@ -5,7 +5,7 @@ of the tables with all their indexes."""
 import pytest
 from django.db import connection
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 LOOKUPS = [
     # table, and the columns of its unique key (operation_one_per_member_key,

@@ -20,7 +20,7 @@ from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 from tests.live_server import ROOT, gunicorn, server_env
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 S = "/v1/spaces/agent-lab"
 PHRASINGS = {

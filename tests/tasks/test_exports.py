@@ -88,7 +88,6 @@ call_command("run_worker", "--once")
 """
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_export_is_retried_and_its_late_report_quarantined():
     space = load_agent_lab()
@@ -120,7 +119,6 @@ def test_a_worker_killed_mid_export_is_retried_and_its_late_report_quarantined()
     assert ExportResult.objects.filter(export_id=export_id).count() == 1  # the dead attempt wrote nothing
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_three_sweeps_at_once_with_live_traffic_do_the_work_once():
     space = load_agent_lab()

@@ -13,7 +13,7 @@ from tasks.services import create_task
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def test_sixteen_agents_never_get_the_same_task_and_none_is_lost():
