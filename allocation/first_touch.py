@@ -1,23 +1,29 @@
-"""Authenticate an idempotent POST and touch its operation first, in one round trip.
+"""Authenticate an idempotent request, take its attempt's liveness lock and touch its operation first, in one round trip.
 
-Every ``POST`` with an ``Idempotency-Key`` needs two things before its view runs: the API
-key (with member and space) and the first touch of its operation (SPEC §7.1), which
-needs the key's member and binding generation. Both are one statement:
-the first touch is an ``INSERT … SELECT`` from the key row, made only when the key row
-has the presented secret's hash and is live, and the same statement returns the key
-row and, when the touch found the operation already there, that operation.
+Every request with an ``Idempotency-Key`` needs three things before its work runs: the
+API key (with member and space), the lock that says its attempt is alive, and the first
+touch of its operation (SPEC §7.1), which needs the key's member and binding
+generation. They are one statement: the lock is a transaction-level advisory lock on
+(member, Idempotency-Key), taken only when the key row has the presented secret's hash
+and is live; the first touch is an ``INSERT … SELECT`` from the key row, made only when
+the lock was free; and the same statement returns the key row and, when the touch found
+the operation already there, that operation.
 
-Whether the key is valid is still decided by ``spaces.services.verified_key``, on the
-row returned; the SQL predicate mirrors that rule only to decide whether to write.
-Elsewhere (SQLite) the two steps run one after the other.
+The lock is held by the attempt's open transaction and by nothing else, so it is free
+the moment that transaction ends, however it ends (commit, rollback, a killed process
+or a dropped connection), and it holds behind a transaction-mode pooler as well as
+directly. Whether the key is valid is still decided by ``spaces.services.verified_key``,
+on the row returned; the SQL predicate mirrors that rule only to decide whether to lock
+and write.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from allocation.idempotency import Begun, after_first_touch, first_touch_row
+from allocation.idempotency import first_touch_row
 from allocation.models import Operation
 from spaces.key_lookup import instance, key_columns, key_from_row, key_row_width, key_tables
 from spaces.models import ApiKey
@@ -25,16 +31,26 @@ from spaces.services import hash_secret, split_key, verified_key
 
 # The touch's columns that come from the key row rather than from the request.
 FROM_KEY = {"space": "k.space_id", "member": "k.member_id", "binding_generation": "k.generation"}
+# The liveness lock of an attempt at operation (member, key): the same expression in the
+# first touch (over the key row) and in ``relock_sql`` (over the operation row).
+LOCK_KEY = "hashtextextended({member}::text || ' ' || {key}, 0)"
 
 
-def authenticate_and_begin(
+@dataclass(frozen=True)
+class Touch:
+    """What the first touch found: whether this attempt holds the lock, and the operation
+    (``created`` when this touch stored it; None when it committed too late to be read)."""
+
+    locked: bool
+    operation: Operation | None
+    created: bool
+
+
+def touch_first(
     *, raw_key: str, idempotency_key: str, method: str, path: str, fingerprint: str
-) -> tuple[ApiKey | None, Begun | None]:
-    """``(key, begun)`` for a request presenting ``raw_key``; ``(None, None)`` when the key is not valid.
-
-    Raises what ``begin_operation`` raises (a reused key, a binding mismatch, an operation
-    still in progress).
-    """
+) -> tuple[ApiKey | None, Touch | None]:
+    """``(key, touch)`` for a request presenting ``raw_key``; ``(None, None)`` when the key is not
+    valid. Runs inside the attempt's transaction, which holds the lock from here on."""
     parts = split_key(raw_key.strip())
     if parts is None:
         return None, None
@@ -45,22 +61,31 @@ def authenticate_and_begin(
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     values = [f.get_db_prep_save(f.pre_save(touch, add=True), db) for f in touched_fields() if f.name not in FROM_KEY]
     with connection.cursor() as cursor:
-        cursor.execute(touch_sql(),
-                       [*values, prefix, secret_hash, touch.created_at, idempotency_key, secret_hash, prefix])
+        cursor.execute(touch_sql(), [prefix, secret_hash, touch.created_at, idempotency_key, *values,
+                                     idempotency_key, prefix])
         row = cursor.fetchone()
     api_key = verified_key(None if row is None else key_from_row(row), secret)
     if api_key is None:
         return None, None
     width = key_row_width()
-    touched_id, found = row[width], row[width + 1:]
+    locked, touched_id, found = row[width], row[width + 1], row[width + 2:]
+    if not locked:
+        return api_key, Touch(False, None, False)
     if touched_id is not None:
         touch.pk, touch.space_id, touch.member_id = touched_id, api_key.space_id, api_key.member_id
         touch.binding_generation = api_key.generation
         touch._state.adding, touch._state.db = False, db.alias
-        return api_key, Begun(touch, replay=False)
-    operation = None if found[0] is None else instance(Operation, found)
-    return api_key, after_first_touch(operation, False, api_key=api_key, idempotency_key=idempotency_key,
-                                      fingerprint=fingerprint)
+        return api_key, Touch(True, touch, True)
+    return api_key, Touch(True, None if found[0] is None else instance(Operation, found), False)
+
+
+def relock(operation: Operation) -> tuple[bool, Operation]:
+    """In a new transaction of the same attempt: take the liveness lock again and read the
+    operation as it is now. ``(False, …)`` when another attempt holds the lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(relock_sql(), [operation.pk])
+        row = cursor.fetchone()
+    return row[0], instance(Operation, row[1:])
 
 
 @cache
@@ -70,9 +95,10 @@ def touched_fields() -> list:
 
 @cache
 def touch_sql() -> str:
-    """Built once per process: the first touch, conditioned on the key, then the key row and any
-    operation the touch found. Parameters: the touch's own values, then prefix, secret hash and
-    now for the touch, then the Idempotency-Key, secret hash and prefix for the read."""
+    """Built once per process: the lock and first touch, conditioned on the key, then the key
+    row, whether the lock was taken, and any operation the touch found. Parameters: prefix,
+    secret hash and now for the valid key; the Idempotency-Key for the lock; the touch's own
+    values; the Idempotency-Key and prefix for the read."""
     quote = connection.ops.quote_name
     operations = quote(Operation._meta.db_table)
     fields = touched_fields()
@@ -80,15 +106,25 @@ def touch_sql() -> str:
     values = ", ".join(FROM_KEY.get(f.name, "%s") for f in fields)
     found = ", ".join(f"o.{quote(f.column)}" for f in Operation._meta.concrete_fields)
     return (
-        "WITH touched AS ("
-        f"INSERT INTO {operations} ({columns}) SELECT {values} "
-        f"FROM {quote(ApiKey._meta.db_table)} k "
+        f"WITH valid AS MATERIALIZED (SELECT * FROM {quote(ApiKey._meta.db_table)} k "
         "WHERE k.prefix = %s AND k.key_hash = %s AND k.revoked_at IS NULL "
-        "AND (k.expires_at IS NULL OR k.expires_at > %s) "
+        "AND (k.expires_at IS NULL OR k.expires_at > %s)), "
+        f"lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock({LOCK_KEY.format(member='member_id', key='%s')}) "
+        "AS held FROM valid), "
+        f"touched AS (INSERT INTO {operations} ({columns}) SELECT {values} "
+        "FROM valid k, lock WHERE lock.held "
         "ON CONFLICT (space_id, member_id, key) DO NOTHING RETURNING id) "
-        f"SELECT {key_columns()}, (SELECT id FROM touched), {found} "
+        f"SELECT {key_columns()}, (SELECT held FROM lock), (SELECT id FROM touched), {found} "
         f"{key_tables()} "
         f"LEFT JOIN {operations} o ON o.space_id = k.space_id AND o.member_id = k.member_id AND o.key = %s "
-        "AND k.key_hash = %s AND NOT EXISTS (SELECT 1 FROM touched) "
+        "AND (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM touched) "
         "WHERE k.prefix = %s"
     )
+
+
+@cache
+def relock_sql() -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in Operation._meta.concrete_fields)
+    return (f"SELECT pg_try_advisory_xact_lock({LOCK_KEY.format(member='member_id', key='key')}), {columns} "
+            f"FROM {quote(Operation._meta.db_table)} WHERE id = %s")

@@ -1,14 +1,11 @@
-"""Idempotent HTTP operations (SPEC §7.1).
-
-``begin_operation`` is the first touch: it stores the immutable tuple, or checks a later
-touch against it and decides replay / refuse / run again under a new lease. Every change
+"""Idempotent operations (SPEC §7.1): the tuple, its checks, settlement of an attempt's answer,
+and the operator's expiry and purge. ``allocation.runner`` runs an attempt; every change
 after the first touch goes through ``allocation.settlement.observe``.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +13,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from allocation import errors
-from allocation.db import insert_or_fetch
 from allocation.models import (
     ObservationKind,
     ObservationVerdict,
@@ -35,23 +31,8 @@ def request_fingerprint(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(f"{method.upper()}\n{path}\n{canonical}".encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class Begun:
-    """What to do with a request: ``replay`` the stored response, or ``run`` under a lease."""
-
-    operation: Operation
-    replay: bool
-
-
 def lease_seconds() -> int:
     return settings.SPACES_OPERATION_LEASE_SECONDS
-
-
-def retry_after_ms(operation: Operation) -> int:
-    if operation.lease_expires_at is None:
-        return 200
-    remaining = (operation.lease_expires_at - timezone.now()).total_seconds()
-    return max(100, min(int(remaining * 1000), 5000))
 
 
 def check_tuple(operation: Operation, *, api_key: ApiKey, idempotency_key: str, fingerprint: str) -> None:
@@ -81,44 +62,6 @@ def first_touch_row(*, space_id: int, member_id: int, binding_generation: int, i
     )
 
 
-def begin_operation(*, api_key: ApiKey, idempotency_key: str, method: str, path: str, fingerprint: str) -> Begun:
-    # First touch: one statement stores the tuple under a live lease (the unique
-    # constraint makes concurrent first touches agree on one winner).
-    first_touch = first_touch_row(space_id=api_key.space_id, member_id=api_key.member_id,
-                                  binding_generation=api_key.generation, idempotency_key=idempotency_key,
-                                  method=method, path=path, fingerprint=fingerprint)
-    operation, created = insert_or_fetch(first_touch, ["space", "member", "key"])
-    return after_first_touch(operation, created, api_key=api_key, idempotency_key=idempotency_key,
-                             fingerprint=fingerprint)
-
-
-def after_first_touch(operation: Operation | None, created: bool, *, api_key: ApiKey, idempotency_key: str,
-                      fingerprint: str) -> Begun:
-    """Decide on what the first touch found: ``operation`` is the row it stored (``created``),
-    the row it met, or None when that row committed too late for the touch to read it."""
-    if created:
-        return Begun(operation, replay=False)
-    if operation is not None:
-        check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
-        if operation.state == OperationState.COMPLETED:
-            return Begun(operation, replay=True)  # completed is final: no lock needed to replay it
-
-    operation = Operation.objects.get(space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key)
-    check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
-    # Unknown, or a lease that expired: ask settlement for a new lease and fencing token.
-    settled = observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.LEASE))
-    if settled.operation.state == OperationState.COMPLETED:
-        return Begun(settled.operation, replay=True)
-    if settled.verdict == ObservationVerdict.REFUSED:
-        wait = retry_after_ms(settled.operation)
-        raise errors.IdempotencyInProgress(
-            f"The first request with this Idempotency-Key is still running; retry in {wait} ms.",
-            retry_after_ms=wait,
-            headers={"Retry-After": str(max(1, wait // 1000))},
-        )
-    return Begun(settled.operation, replay=False)
-
-
 def is_transient(status: int, body: Any) -> bool:
     """Outcomes a retry may change (SPEC §7.1): 409 conflict_key_reserved, 429, 5xx."""
     if status == 429 or status >= 500:
@@ -135,12 +78,6 @@ def settle_operation(*, operation: Operation, status: int, body: Any, headers: d
     kind = ObservationKind.TRANSIENT if is_transient(status, body) else ObservationKind.SUCCESS
     settled = observe(operation=operation, report=Report.for_attempt(operation, kind, status=status, body=body,
                                                                       headers=headers))
-    return settled.verdict == ObservationVerdict.APPLIED
-
-
-def abandon_operation(*, operation: Operation) -> bool:
-    """The attempt crashed: the operation becomes unknown and retryable at once."""
-    settled = observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.TRANSPORT_ERROR))
     return settled.verdict == ObservationVerdict.APPLIED
 
 

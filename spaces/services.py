@@ -102,9 +102,12 @@ def verified_key(key: ApiKey | None, secret: str) -> ApiKey | None:
         return None
     if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
         # Compare-and-set so concurrent requests write it once; throttled to keep reads cheap.
-        ApiKey.objects.filter(pk=key.pk).filter(
-            Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-        ).update(last_used_at=now)
+        # SKIP LOCKED: a request never waits for another one's open transaction to note the use.
+        stale = ApiKey.objects.filter(pk=key.pk).filter(
+            Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION))
+        with transaction.atomic():
+            ApiKey.objects.filter(pk__in=stale.select_for_update(skip_locked=True).values("pk")).update(
+                last_used_at=now)
     return key
 
 

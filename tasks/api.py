@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django.db.models import Prefetch
-from django.http import HttpRequest
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -15,7 +14,6 @@ from rest_framework.views import APIView
 
 from spaces.api.pagination import IdCursorPagination
 from spaces.api.problems import translate
-from spaces.api.plain import NOT_JSON, json_body
 from spaces.api.views import SpaceView
 from spaces.errors import DomainError, InvalidRequest, NotFound
 from spaces.models import Role
@@ -42,7 +40,6 @@ from tasks.serializers import (
     TaskEventSerializer,
     TaskSerializer,
     WindowSerializer,
-    plain_task_create,
 )
 
 
@@ -50,28 +47,14 @@ class NumberCursorPagination(IdCursorPagination):
     ordering = "number"
 
 
-def operation_of(request: Request | HttpRequest):
-    """The idempotent operation this request (DRF's or Django's own) runs under, if it sent an Idempotency-Key."""
-    return getattr(getattr(request, "_request", request), "idempotency_operation", None)
-
-
-def create_one(request: Request | HttpRequest, space, member, data: dict) -> dict:
-    """One create, for the DRF handler and the plain path alike: the body of its 201."""
-    # The space came with the API key in this request, catalog version included.
-    task = services.create_task(space=space, actor=member, operation=operation_of(request),
-                                catalog_version=space.catalog_version, **data)
-    return TaskSerializer(task).data
-
-
-def is_plain_next(request: Request | HttpRequest) -> bool:
-    """``next`` with no body (or ``{}``): the lowest open task, nothing to parse or validate."""
-    return request.body.strip() in (b"", b"{}")
+def attempt_of(request: Request):
+    """The idempotent attempt this request runs under (allocation.runner), if it sent an Idempotency-Key."""
+    return getattr(request._request, "idempotency_attempt", None)
 
 
 class TaskListView(SpaceView):
     serializer_class = TaskSerializer
     required_roles = {"POST": Role.WRITER}
-    plain_methods = ("POST",)
 
     @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
@@ -83,18 +66,13 @@ class TaskListView(SpaceView):
             raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
         return self.paginate(filtered.qs, TaskSerializer, NumberCursorPagination)
 
-    def plain(self, request: HttpRequest, api_key) -> tuple[dict, int] | None:
-        """A plainly valid create (see plain_task_create); anything else goes through DRF."""
-        body = json_body(request)
-        data = None if body is NOT_JSON else plain_task_create(body)
-        if data is None:
-            return None
-        return create_one(request, api_key.space, api_key.member, data), status.HTTP_201_CREATED
-
     @extend_schema(request=TaskCreateSerializer)
     def post(self, request: Request, slug: str) -> Response:
-        data = plain_task_create(request.data) or self.validated(TaskCreateSerializer)
-        return Response(create_one(request, self.space, self.member, data), status=status.HTTP_201_CREATED)
+        data = self.validated(TaskCreateSerializer)
+        # The space came with the API key in this request, catalog version included.
+        task = services.create_task(space=self.space, actor=self.member, attempt=attempt_of(request),
+                                    catalog_version=self.space.catalog_version, **data)
+        return Response(TaskSerializer(task).data, status=status.HTTP_201_CREATED)
 
 
 class TaskWindowView(SpaceView):
@@ -104,11 +82,11 @@ class TaskWindowView(SpaceView):
     def post(self, request: Request, slug: str) -> Response:
         proposals = self.validated(WindowSerializer)["proposals"]
         return Response({"results": run_window(space=self.space, actor=self.member, proposals=proposals,
-                                               operation=operation_of(request),
+                                               attempt=attempt_of(request),
                                                catalog_version=self.space.catalog_version)})
 
 
-def run_window(*, space, actor, proposals: list, operation=None, catalog_version: int | None = None) -> list[dict]:
+def run_window(*, space, actor, proposals: list, attempt=None, catalog_version: int | None = None) -> list[dict]:
     """SPEC §4.7 for any front: validate each proposal, create the valid ones in array order,
     answer each exactly as a single create would have."""
     results = []
@@ -121,7 +99,7 @@ def run_window(*, space, actor, proposals: list, operation=None, catalog_version
             error = translate(ValidationError(serializer.errors))
             results.append({"index": index, "status": error.http_status, "body": error.as_body()})
     outcomes = services.create_tasks_window(space=space, actor=actor, proposals=[p for _, p in valid],
-                                            operation=operation, catalog_version=catalog_version)
+                                            attempt=attempt, catalog_version=catalog_version)
     for (index, _), outcome in zip(valid, outcomes):
         body = TaskSerializer(outcome.task).data if outcome.task else outcome.error.as_body()
         results.append({"index": index, "status": outcome.status, "body": body})
@@ -155,7 +133,7 @@ class TaskNotesView(SpaceView):
     def post(self, request: Request, slug: str, number: str) -> Response:
         task = selectors.get_task(space=self.space, number=number)
         data = self.validated(NoteCreateSerializer)
-        note = services.add_note(task=task, actor=self.member, operation=operation_of(request), **data)
+        note = services.add_note(task=task, actor=self.member, attempt=attempt_of(request), **data)
         return Response(NoteSerializer(note).data, status=status.HTTP_201_CREATED)
 
 
@@ -169,25 +147,15 @@ def task_with_work(space, number):
     )
 
 
-PLAIN_NEXT = {"kind": "task", "join": False}
-
-
 class NextView(SpaceView):
     """``POST …/next``: claim the lowest open task, a given one (``number``, ``join``), or an attempt to check."""
 
     serializer_class = NextSerializer
     required_roles = {"POST": Role.WRITER}
-    plain_methods = ("POST",)
-
-    def plain(self, request: HttpRequest, api_key) -> tuple[dict, int] | None:
-        """Plain ``next`` (no body), the route agents call most; anything else goes through DRF."""
-        if not is_plain_next(request):
-            return None
-        return claimed_body(claims.claim_next_task(space=api_key.space, member=api_key.member)), 200
 
     @extend_schema(request=NextSerializer)
     def post(self, request: Request, slug: str) -> Response:
-        data = PLAIN_NEXT if is_plain_next(request) else self.validated(NextSerializer)
+        data = self.validated(NextSerializer)
         if data["kind"] == "check":
             offered = attempts.offer_check(space=self.space, member=self.member)
             if offered is None:

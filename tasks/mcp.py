@@ -14,15 +14,10 @@ from mcp_server import MCPToolset
 from mcp_server.views import MCPServerStreamableHttpView
 
 from allocation import services as allocation
-from allocation.idempotency import (
-    abandon_operation,
-    begin_operation,
-    request_fingerprint,
-    settle_operation,
-)
+from allocation.runner import Answer, Attempt, run_attempt
 from spaces import services as space_services
-from spaces.auth import ApiKeyAuthentication
-from spaces.errors import DomainError, Forbidden, InvalidRequest
+from spaces.auth import ApiKeyAuthentication, bearer_token
+from spaces.errors import DomainError, Forbidden, InvalidRequest, Unauthenticated
 from spaces.models import ROLE_RANK, Role
 from spaces.permissions import IsMember
 from spaces.reference import build_reference
@@ -36,6 +31,14 @@ from tasks.serializers import (
 )
 
 
+def tool_answer(call) -> Answer:
+    """A tool's result as JSON, or its refusal, as the answer an operation stores."""
+    try:
+        return Answer(200, json.loads(json.dumps(call(), default=str)))
+    except DomainError as error:
+        return Answer(error.http_status, error.as_body())
+
+
 class SpacesTools(MCPToolset):
     def _member(self, role: str = Role.READER):
         member = self.request.user
@@ -43,33 +46,38 @@ class SpacesTools(MCPToolset):
             raise Forbidden(f"This tool needs the {role} role; your key is a {member.role}.")
         return member
 
+    attempt: Attempt | None = None
+
     def _run(self, role: str, action, *, idempotency_key: str | None = None, tool: str = "", arguments=None) -> Any:
-        """Run a tool's service call; with ``idempotency_key`` it is an operation like a keyed POST
-        (SPEC §7.1): a retry replays the first outcome instead of doing the work twice."""
-        operation = None
+        """Run a tool's service call; with ``idempotency_key`` it is an attempt at an operation, run by
+        the same runner as a keyed POST (SPEC §7.1): a retry answers with the first outcome instead
+        of doing the work twice. The action reads ``self.attempt`` where its service takes one."""
         try:
             member = self._member(role)
-            if idempotency_key:
-                begun = begin_operation(api_key=self.request.auth, idempotency_key=idempotency_key, method="MCP",
-                                        path=f"/mcp/{tool}",
-                                        fingerprint=request_fingerprint("MCP", f"/mcp/{tool}", arguments or {}))
-                operation = begun.operation
-                if begun.replay:
-                    if operation.response_status >= 400:
-                        raise ToolError(json.dumps(operation.response_body))
-                    return operation.response_body
-            result = json.loads(json.dumps(action(member), default=str))
         except DomainError as error:
-            if operation is not None:
-                settle_operation(operation=operation, status=error.http_status, body=error.as_body(), headers={})
             raise ToolError(json.dumps(error.as_body())) from None
-        except BaseException:
-            if operation is not None:
-                abandon_operation(operation=operation)
-            raise
-        if operation is not None:
-            settle_operation(operation=operation, status=200, body=result, headers={})
-        return result
+        if not idempotency_key:
+            answer = tool_answer(lambda: action(member))
+        else:
+            def work(attempt: Attempt) -> Answer:
+                self.attempt = attempt
+                try:
+                    return tool_answer(lambda: action(attempt.api_key.member))
+                finally:
+                    self.attempt = None
+
+            try:
+                api_key, answer = run_attempt(
+                    raw_key=bearer_token(self.request.META.get("HTTP_AUTHORIZATION", "")) or "",
+                    idempotency_key=idempotency_key, method="MCP", path=f"/mcp/{tool}", body=arguments or {},
+                    work=work)
+            except DomainError as error:
+                raise ToolError(json.dumps(error.as_body())) from None
+            if answer is None:
+                raise ToolError(json.dumps(Unauthenticated().as_body()))
+        if answer.status >= 400:
+            raise ToolError(json.dumps(answer.body))
+        return answer.body
 
     def space_info(self) -> dict:
         """Your space: its slug, name and settings (claim hours, confirmations required, limits)."""
@@ -96,7 +104,8 @@ class SpacesTools(MCPToolset):
         idempotency_key (a retry with it never creates a second task)."""
         arguments = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id}
         return self._run(Role.WRITER, lambda m: TaskSerializer(services.create_task(
-            space=m.space, actor=m, **arguments)).data, idempotency_key=idempotency_key, tool="create_task",
+            space=m.space, actor=m, attempt=self.attempt, **arguments)).data, idempotency_key=idempotency_key,
+            tool="create_task",
             arguments=arguments)
 
     def create_tasks(self, proposals: list[dict], idempotency_key: str | None = None) -> dict:
@@ -105,7 +114,7 @@ class SpacesTools(MCPToolset):
         def act(m):
             if not 1 <= len(proposals) <= 500:
                 raise InvalidRequest("A window holds 1 to 500 proposals.", fields={"proposals": ["1 to 500 items."]})
-            return {"results": run_window(space=m.space, actor=m, proposals=proposals)}
+            return {"results": run_window(space=m.space, actor=m, proposals=proposals, attempt=self.attempt)}
         return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="create_tasks",
                          arguments={"proposals": proposals})
 

@@ -78,36 +78,6 @@ class TaskCreateSerializer(serializers.Serializer):
     work_item_id = StrictCharField(max_length=32, required=False, allow_null=True, default=None)
 
 
-DELIVERY_MODE_VALUES = frozenset(value for value, _ in TASK_DELIVERY_MODE_CHOICES)
-
-
-def plain_task_create(data: object) -> dict | None:
-    """What ``TaskCreateSerializer`` would return for a plainly valid body, without building
-    the serializer (the create route runs this on every request); None for anything else,
-    which then goes through the serializer and gets its exact error messages.
-
-    "Plainly valid": ASCII strings without NUL (so no surrogate or other character the
-    serializer's validators would refuse), within the limits, a known delivery mode. The
-    same trimming as the serializer: the title is kept as sent, body and work_item_id are
-    stripped. tests/tasks/test_serializers.py holds the two to the same answers.
-    """
-    if not isinstance(data, dict):
-        return None
-    title = data.get("title")
-    body = data.get("body", "")
-    mode = data.get("delivery_mode", "result")
-    work_item_id = data.get("work_item_id")
-    strings = [title, body, mode] + ([] if work_item_id is None else [work_item_id])
-    if not all(type(value) is str and value.isascii() and "\x00" not in value for value in strings):
-        return None
-    body, work_item_id = body.strip(), None if work_item_id is None else work_item_id.strip()
-    if not title or len(title) > MAX_TITLE or len(body) > MAX_BODY or mode not in DELIVERY_MODE_VALUES:
-        return None
-    if work_item_id is not None and not 0 < len(work_item_id) <= 32:
-        return None
-    return {"title": title, "body": body, "delivery_mode": mode, "work_item_id": work_item_id}
-
-
 class WindowSerializer(serializers.Serializer):
     proposals = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=MAX_WINDOW)
 

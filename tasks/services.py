@@ -17,7 +17,8 @@ from django.utils import timezone
 from allocation import services as allocation
 from allocation.catalog_index import current_catalog_version
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
-from allocation.models import ConflictKind, DeliveryMode, Operation
+from allocation.models import ConflictKind, DeliveryMode
+from allocation.runner import Attempt
 from spaces.errors import DomainError
 from spaces.models import Member, Space
 from tasks.lifecycle import check_task_usable
@@ -49,11 +50,14 @@ def create_task(
     body: str = "",
     delivery_mode: str = DeliveryMode.RESULT,
     work_item_id: str | None = None,
-    operation: Operation | None = None,
+    attempt: Attempt | None = None,
     catalog_version: int | None = None,
 ) -> Task:
     """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6.
 
+    Two transactions (SPEC §4.5): the reservation commits before the mutation. Under an
+    idempotent ``attempt`` the runner holds the transaction, and the mutation commits
+    with the operation's answer; otherwise each step commits on its own.
     ``catalog_version`` is the space's catalog version as this request read it (the key
     lookup loads the space with it); without it the version is read here.
     """
@@ -73,8 +77,10 @@ def create_task(
         member=actor,
         payload_sha256=digest,
         work_item_id=bound.work_item_id,
-        operation=operation,
+        operation=attempt.operation if attempt else None,
     )
+    if attempt is not None:
+        attempt.commit_reservation()
     task = Task(
         space=space,
         title=title,
@@ -89,7 +95,10 @@ def create_task(
         payload_sha256=digest,
     )
     try:
-        insert_task_with_occupancy(task=task, reservation=reservation, key=key)
+        # Its own transaction, or a savepoint in the attempt's: a lost occupancy race rolls
+        # back only the mutation, and the reservation can still be released.
+        with transaction.atomic():
+            insert_task_with_occupancy(task=task, reservation=reservation, key=key)
     except IntegrityError:
         allocation.release_reservation(reservation)
         # Our reservation lapsed and another intent took the key meanwhile: it won.
@@ -159,14 +168,14 @@ class WindowResult:
 
 
 def create_tasks_window(
-    *, space: Space, actor: Member, proposals: list[dict], operation: Operation | None = None,
+    *, space: Space, actor: Member, proposals: list[dict], attempt: Attempt | None = None,
     catalog_version: int | None = None,
 ) -> list[WindowResult]:
     """SPEC §4.7: each proposal in array order, each answered as a single create would be."""
     results = []
     for index, proposal in enumerate(proposals):
         try:
-            task = create_task(space=space, actor=actor, operation=operation, catalog_version=catalog_version,
+            task = create_task(space=space, actor=actor, attempt=attempt, catalog_version=catalog_version,
                                **proposal)
         except DomainError as error:
             results.append(WindowResult(index, error.http_status, None, error))
@@ -175,7 +184,8 @@ def create_tasks_window(
     return results
 
 
-def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = None, operation: Operation | None = None) -> Note:
+def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = None,
+             attempt: Attempt | None = None) -> Note:
     """A review note; the same member, criterion and body again is a 409 (SPEC §4.8)."""
     check_task_usable(task)
     space = task.space
@@ -186,8 +196,10 @@ def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = No
         key=key,
         member=actor,
         payload_sha256=payload_sha256({"criterion": criterion, "body": body}),
-        operation=operation,
+        operation=attempt.operation if attempt else None,
     )
+    if attempt is not None:
+        attempt.commit_reservation()
     try:
         with transaction.atomic():
             note = Note.objects.create(space=space, task=task, author=actor, criterion=criterion, body=body, target=target)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from allocation.catalog_index import forget_all
@@ -82,7 +81,7 @@ def load_agent_lab() -> Space:
 
 
 @pytest.fixture
-def agent_lab(db) -> Space:
+def agent_lab(transactional_db) -> Space:
     return load_agent_lab()
 
 
@@ -112,7 +111,7 @@ def reader(space) -> Persona:
 
 
 @pytest.fixture
-def outsider(db) -> Persona:
+def outsider(transactional_db) -> Persona:
     """A steward of another space: everything in agent-lab must be 404 to it."""
     return make_persona(SpaceFactory(slug="elsewhere"), "steward", "outsider")
 

@@ -1,10 +1,7 @@
 """Thin views for spaces, members, keys, join links, the catalog and posts (SPEC §3.1)."""
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -16,7 +13,6 @@ from rest_framework.views import APIView
 from spaces import errors, selectors, services
 from spaces.api import serializers as s
 from spaces.api.pagination import IdCursorPagination, PositionCursorPagination
-from spaces.api.plain import plain_caller, render, render_refusal
 from spaces.catalog import normalize_work_item_id
 from spaces.models import ApiKey, CharterItem, Member, Role
 from spaces.reference import SECTIONS, build_reference
@@ -25,34 +21,9 @@ READ, WRITE, STEWARD = Role.READER, Role.WRITER, Role.STEWARD
 
 
 class SpaceView(APIView):
-    """A route inside ``/v1/spaces/{slug}``; permissions have checked the slug and role.
-
-    A view that lists methods in ``plain_methods`` answers their ordinary requests in
-    ``plain()`` without DRF's request machinery (see spaces.api.plain).
-    """
+    """A route inside ``/v1/spaces/{slug}``; permissions have checked the slug and role."""
 
     required_roles: dict[str, str] = {}
-    plain_methods: tuple[str, ...] = ()
-
-    def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if request.method in self.plain_methods:
-            api_key = plain_caller(request, slug=kwargs.get("slug"),
-                                   required=self.required_roles.get(request.method, READ))
-            if api_key is not None:
-                allow = ", ".join(self.allowed_methods)
-                try:
-                    answer = self.plain(request, api_key)
-                except errors.DomainError as error:
-                    return render_refusal(error, allow=allow)
-                if answer is not None:
-                    body, status_code = answer
-                    return render(body, status=status_code, allow=allow)
-        return super().dispatch(request, *args, **kwargs)
-
-    def plain(self, request: HttpRequest, api_key: ApiKey) -> tuple[Any, int] | None:
-        """``(body, status)`` for an ordinary request from ``api_key``, or None to let DRF answer.
-        It must do what the DRF handler does for the same request."""
-        return None
 
     @property
     def space(self):

@@ -1,13 +1,15 @@
-"""allocation.first_touch: the API key and the operation's first touch in one round trip (SPEC §2, §7.1)."""
+"""allocation.first_touch: the API key, the attempt's liveness lock and the operation's first touch
+in one round trip (SPEC §2, §7.1)."""
+import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocation.first_touch import authenticate_and_begin
+from allocation.first_touch import touch_first
 from allocation.idempotency import settle_operation
 from allocation.models import Operation, OperationState
 from spaces import services
@@ -15,56 +17,82 @@ from spaces.models import ApiKey
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 
-# transaction=True: outside a test transaction, as in a request (the touch commits on its own).
+# transaction=True: the lock and the touch live in real transactions, as in a request.
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-def begin(raw: str, key: str = "k1", fingerprint: str = "f" * 64):
-    return authenticate_and_begin(raw_key=raw, idempotency_key=key, method="POST", path="/v1/x",
-                                  fingerprint=fingerprint)
+def touch(raw: str, key: str = "k1", fingerprint: str = "f" * 64):
+    return touch_first(raw_key=raw, idempotency_key=key, method="POST", path="/v1/x", fingerprint=fingerprint)
 
 
-def settle_ok(operation: Operation) -> None:
-    assert settle_operation(operation=operation, status=201, body={"id": 1}, headers={})
-
-
-def test_a_new_key_is_authenticated_and_touched_in_one_statement():
+def test_a_new_key_is_authenticated_locked_and_touched_in_one_statement():
     member, raw = member_with_key(load_agent_lab(), "writer")
-    begin(raw, key="warm-up")  # the key's last_used_at write happens once a minute, not here
-    with CaptureQueriesContext(connection) as queries:
-        api_key, begun = begin(raw)
+    touch(raw, key="warm-up")  # the key's last_used_at write happens once a minute, not here
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        api_key, touched = touch(raw)
     assert len(queries) == 1
     assert api_key.member == member and api_key.space_id == member.space_id and api_key.member.space.slug
-    assert not begun.replay
+    assert touched.locked and touched.created
     # The instance is exactly the stored row, tuple and lease included.
     stored = Operation.objects.get(member=member, key="k1")
-    assert begun.operation.pk == stored.pk and model_to_dict(begun.operation) == model_to_dict(stored)
+    assert touched.operation.pk == stored.pk and model_to_dict(touched.operation) == model_to_dict(stored)
     assert stored.binding_generation == api_key.generation and stored.state == OperationState.IN_PROGRESS
 
 
-def test_a_completed_operation_is_found_in_the_same_statement_and_replayed():
+def test_a_completed_operation_is_found_in_the_same_statement():
     _, raw = member_with_key(load_agent_lab(), "writer")
-    _, first = begin(raw)
-    settle_ok(first.operation)
-    with CaptureQueriesContext(connection) as queries:
-        _, again = begin(raw)
+    with transaction.atomic():
+        _, first = touch(raw)
+        assert settle_operation(operation=first.operation, status=201, body={"id": 1}, headers={})
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        _, again = touch(raw)
     assert len(queries) == 1
-    assert again.replay and again.operation.pk == first.operation.pk
-    assert again.operation.response_status == 201 and again.operation.response_body == {"id": 1}
+    assert again.locked and not again.created and again.operation.pk == first.operation.pk
+    assert again.operation.state == OperationState.COMPLETED and again.operation.response_body == {"id": 1}
 
 
-def test_another_body_under_the_same_key_is_refused_and_changes_nothing():
-    from allocation.errors import IdempotencyKeyReused
+def other_connection_touch(raw: str) -> tuple:
+    """A second attempt, on its own connection, while this one's transaction is open."""
+    result = {}
 
+    def run():
+        try:
+            with transaction.atomic():
+                result["touch"] = touch(raw)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "the second touch waited instead of answering"
+    return result["touch"]
+
+
+def test_a_second_attempt_finds_the_lock_held_while_the_first_transaction_is_open():
     _, raw = member_with_key(load_agent_lab(), "writer")
-    _, first = begin(raw)
-    with pytest.raises(IdempotencyKeyReused):
-        begin(raw, fingerprint="g" * 64)
-    assert Operation.objects.get().fingerprint == "f" * 64 and Operation.objects.count() == 1
+    with transaction.atomic():
+        _, first = touch(raw)
+        assert first.locked
+        _, second = other_connection_touch(raw)
+        assert not second.locked and second.operation is None
+    assert Operation.objects.count() == 1
+
+
+def test_the_lock_is_free_the_moment_the_attempt_s_transaction_ends():
+    _, raw = member_with_key(load_agent_lab(), "writer")
+    try:
+        with transaction.atomic():
+            touch(raw)
+            raise RuntimeError("the attempt dies")
+    except RuntimeError:
+        pass
+    _, retry = other_connection_touch(raw)
+    assert retry.locked and retry.created  # its first touch died with it: the retry starts afresh
 
 
 @pytest.mark.parametrize("spoil", ["wrong secret", "revoked", "expired", "unknown prefix", "not a key"])
-def test_a_key_that_is_not_valid_touches_nothing(spoil):
+def test_a_key_that_is_not_valid_touches_and_locks_nothing(spoil):
     member, raw = member_with_key(load_agent_lab(), "writer")
     key = ApiKey.objects.get(member=member)
     if spoil == "wrong secret":
@@ -77,16 +105,9 @@ def test_a_key_that_is_not_valid_touches_nothing(spoil):
         raw = "sk_" + "z" * 12 + raw[15:]
     else:
         raw = "Basic dXNlcjpwYXNz"
-    assert begin(raw) == (None, None)
+    with transaction.atomic():
+        assert touch(raw) == (None, None)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+            assert cursor.fetchone()[0] == 0
     assert not Operation.objects.exists()
-
-
-def test_the_key_is_bound_to_the_generation_it_was_touched_with():
-    from allocation.errors import IdempotencyBindingMismatch
-
-    member, raw = member_with_key(load_agent_lab(), "writer")
-    _, first = begin(raw)
-    settle_ok(first.operation)
-    _, rotated = services.issue_key(member=member)  # a new key: a higher generation, same member
-    with pytest.raises(IdempotencyBindingMismatch):
-        begin(rotated)

@@ -71,25 +71,43 @@ def test_a_rotated_key_is_409_binding_mismatch(writer):
     assert Operation.objects.get(key="k1").binding_generation == 1
 
 
-def test_a_running_operation_is_409_in_progress(writer):
-    post(writer, "k1")
-    Operation.objects.update(state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() + timedelta(seconds=20))
-    response = post(writer, "k1")
-    assert response.status_code == 409
-    body = response.json()
-    assert body["error"] == "idempotency_in_progress" and body["retry_after_ms"] > 0
+def test_a_duplicate_of_a_live_attempt_is_409_in_progress_and_changes_nothing(writer):
+    """The first attempt is alive exactly while its transaction holds the liveness lock."""
+    from django.db import connections
+
+    from allocation.first_touch import LOCK_KEY
+
+    live = connections.create_connection("default")  # the first attempt, on a connection of its own
+    try:
+        live.set_autocommit(False)
+        with live.cursor() as cursor:  # the lock allocation.first_touch takes, on that connection
+            cursor.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY.format(member='%s', key='%s')})",
+                           [writer.member.pk, "k1"])
+        response = post(writer, "k1")
+        assert response.status_code == 409
+        body = response.json()
+        assert body["error"] == "idempotency_in_progress" and body["retry_after_ms"] > 0
+        assert not Operation.objects.exists() and not Task.objects.exists()
+        live.rollback()  # the first attempt dies: the lock is free at once
+        assert post(writer, "k1").status_code == 201
+    finally:
+        live.close()
 
 
-def test_an_expired_lease_runs_again_under_a_new_fencing_token(writer):
+def test_an_operation_left_in_progress_runs_again_at_once_whatever_its_lease(writer):
+    """A committed in-progress operation (its attempt died between create's two transactions)
+    is not waited for: no live attempt holds its lock."""
+    from allocation.idempotency import request_fingerprint
+
     Operation.objects.create(
         space_id=writer.member.space_id, member=writer.member, key="k1", binding_generation=1, method="POST",
-        path=f"{S}/tasks", state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() - timedelta(seconds=1),
-        fingerprint=__import__("allocation.idempotency", fromlist=["x"]).request_fingerprint("POST", f"{S}/tasks", TITLE),
+        path=f"{S}/tasks", state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() + timedelta(seconds=30),
+        fingerprint=request_fingerprint("POST", f"{S}/tasks", TITLE),
     )
     response = post(writer, "k1")
     assert response.status_code == 201 and "Idempotent-Replayed" not in response
-    operation = Operation.objects.get()
-    assert operation.state == OperationState.COMPLETED and operation.lease_epoch == 2
+    assert Operation.objects.get().state == OperationState.COMPLETED
+    assert post(writer, "k1").json() == response.json()
 
 
 def test_a_transient_409_reserved_stays_retryable(writer, writer2, space):
@@ -105,14 +123,14 @@ def test_a_transient_409_reserved_stays_retryable(writer, writer2, space):
 
 def test_a_retry_takes_over_its_own_earlier_reservation(writer, space):
     """A crash between reserve and mutate leaves a reservation: the same operation's retry is not blocked by it."""
-    from allocation.idempotency import begin_operation, request_fingerprint
+    from allocation.idempotency import request_fingerprint
 
-    api_key = writer.member.api_keys.get()
-    begun = begin_operation(api_key=api_key, idempotency_key="k1", method="POST", path=f"{S}/tasks",
-                            fingerprint=request_fingerprint("POST", f"{S}/tasks", TITLE))
+    operation = Operation.objects.create(
+        space_id=writer.member.space_id, member=writer.member, key="k1", binding_generation=1, method="POST",
+        path=f"{S}/tasks", state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() + timedelta(seconds=30),
+        fingerprint=request_fingerprint("POST", f"{S}/tasks", TITLE))
     reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"), member=writer.member,
-            payload_sha256="x", operation=begun.operation)
-    Operation.objects.update(state=OperationState.UNKNOWN, lease_expires_at=None)  # the lease ran out
+            payload_sha256="x", operation=operation)
     response = post(writer, "k1")
     assert response.status_code == 201
     assert not Reservation.objects.exists()

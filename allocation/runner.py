@@ -1,0 +1,129 @@
+"""The idempotency runner (SPEC §7.1): one attempt at an operation, whose work and answer commit together.
+
+Every front runs an ``Idempotency-Key`` request through ``run_attempt``: the REST
+middleware and the MCP tools alike. The attempt is one database transaction, managed
+here and nowhere else:
+
+1. the first touch (``allocation.first_touch``) authenticates the key, takes the
+   attempt's liveness lock and stores or reads the operation;
+2. a completed operation is replayed; a live attempt of the same operation holds the
+   lock, so this one answers ``409 idempotency_in_progress``;
+3. otherwise the work runs, and its answer is settled on the operation in the same
+   transaction, so no crash leaves committed work without its answer. A retry after a
+   crash finds the lock free at once (the dead attempt's transaction ended with it).
+
+A service that must commit part of its work first (create's reservation, SPEC §4.5)
+calls ``Attempt.commit_reservation``: the transaction commits there and the attempt
+goes on in a new one under the same lock. A crash between the two leaves a committed
+reservation naming the operation, which the retry takes over.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from django.db import connection
+
+from allocation import errors
+from allocation.first_touch import relock, touch_first
+from allocation.idempotency import check_tuple, request_fingerprint, settle_operation
+from allocation.models import Operation, OperationState
+from spaces.models import ApiKey
+
+IN_PROGRESS_RETRY_AFTER_MS = 500
+
+
+@dataclass
+class Answer:
+    """What an attempt answers: stored on the operation (without ``response``) and replayed."""
+
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+    response: Any = None  # the front's own response object, when the work made one
+    replayed: bool = False
+
+    @classmethod
+    def stored(cls, operation: Operation) -> "Answer":
+        return cls(operation.response_status, operation.response_body, dict(operation.response_headers or {}),
+                   replayed=True)
+
+
+class AttemptOvertaken(Exception):
+    """Between this attempt's transactions another attempt took the operation over: the
+    runner answers with its settled answer, or as in progress."""
+
+    def __init__(self, operation: Operation) -> None:
+        super().__init__(f"operation {operation.pk} was taken over by another attempt")
+        self.operation = operation
+
+
+@dataclass
+class Attempt:
+    api_key: ApiKey
+    operation: Operation
+
+    def commit_reservation(self) -> None:
+        """Commit what this attempt wrote so far and go on in a new transaction under the same
+        lock; raises ``AttemptOvertaken`` when another attempt holds or has settled the operation."""
+        connection.commit()
+        locked, current = relock(self.operation)
+        if not locked or current.state == OperationState.COMPLETED:
+            raise AttemptOvertaken(current)
+
+
+def in_progress() -> errors.IdempotencyInProgress:
+    wait = IN_PROGRESS_RETRY_AFTER_MS
+    return errors.IdempotencyInProgress(
+        f"The first request with this Idempotency-Key is still running; retry in {wait} ms.",
+        retry_after_ms=wait, headers={"Retry-After": "1"},
+    )
+
+
+def run_attempt(
+    *, raw_key: str, idempotency_key: str, method: str, path: str, body: Any, work: Callable[[Attempt], Answer]
+) -> tuple[ApiKey | None, Answer | None]:
+    """Run ``work`` as an attempt at the caller's operation; ``(key, answer)``.
+
+    ``(None, None)`` when ``raw_key`` is not a valid key (nothing was written: the front
+    answers 401). Raises the refusals of the tuple (``idempotency_key_reused``,
+    ``idempotency_binding_mismatch``) and ``idempotency_in_progress``, each with nothing
+    written. A 5xx answer (the work crashed) commits nothing, so a retry runs again; a
+    transient answer (SPEC §7.1) leaves the operation retryable; any other completes it.
+    """
+    fingerprint = request_fingerprint(method, path, body)
+    connection.ensure_connection()
+    connection.set_autocommit(False)
+    try:
+        api_key, touch = touch_first(raw_key=raw_key, idempotency_key=idempotency_key, method=method, path=path,
+                                     fingerprint=fingerprint)
+        if touch is None:
+            connection.rollback()
+            return None, None
+        if not touch.locked:
+            raise in_progress()
+        operation = touch.operation or Operation.objects.get(
+            space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key)  # committed after the touch read
+        if not touch.created:
+            check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
+            if operation.state == OperationState.COMPLETED:
+                connection.rollback()
+                return api_key, Answer.stored(operation)
+        try:
+            answer = work(Attempt(api_key, operation))
+        except AttemptOvertaken as overtaken:
+            connection.rollback()
+            if overtaken.operation.state == OperationState.COMPLETED:
+                return api_key, Answer.stored(overtaken.operation)
+            raise in_progress() from None
+        if answer.status >= 500:
+            connection.rollback()  # the work crashed: nothing of it stays, a retry runs again
+            return api_key, answer
+        settle_operation(operation=operation, status=answer.status, body=answer.body, headers=answer.headers)
+        connection.commit()
+        return api_key, answer
+    except BaseException:
+        connection.rollback()
+        raise
+    finally:
+        connection.set_autocommit(True)
