@@ -46,6 +46,13 @@ def server_env(**extra: str) -> dict[str, str]:
 
 @contextmanager
 def gunicorn(workers: int = 4, threads: int = 1, **env: str) -> Iterator[str]:
+    with gunicorn_process(workers, threads, **env) as (base, _):
+        yield base
+
+
+@contextmanager
+def gunicorn_process(workers: int = 4, threads: int = 1, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Like ``gunicorn``, also yielding the master process (its children are the workers)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "settings.wsgi:application", "--bind", f"127.0.0.1:{port}",
@@ -65,7 +72,7 @@ def gunicorn(workers: int = 4, threads: int = 1, **env: str) -> Iterator[str]:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("gunicorn did not start")
             time.sleep(0.2)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         try:
