@@ -132,7 +132,8 @@ class SpacesTools(MCPToolset):
         return self._run(Role.READER, lambda m: TaskDetailSerializer(selectors.get_task(space=m.space,
                                                                                        number=number)).data)
 
-    def next_task(self, number: int | None = None, join: bool = False, kind: str = "task") -> dict:
+    def next_task(self, number: int | None = None, join: bool = False, kind: str = "task",
+                  idempotency_key: str | None = None) -> dict:
         """Claim the lowest open task; or task `number` (`join`=true to hold it beside other keys, up to 3);
         or kind="check" for an attempt you may check. {"task": null} means nothing to do."""
         def act(m):
@@ -148,12 +149,14 @@ class SpacesTools(MCPToolset):
                     return {"task": None}
                 task, claim = claimed
             return {"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data}
-        return self._run(Role.WRITER, act)
+        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="next_task",
+                         arguments={"number": number, "join": join, "kind": kind})
 
-    def give_back(self, number: int) -> dict:
+    def give_back(self, number: int, idempotency_key: str | None = None) -> dict:
         """End your own claim on task `number`; other keys holding it keep theirs."""
         return self._run(Role.WRITER, lambda m: ClaimSerializer(claims.give_back(
-            task=selectors.get_task(space=m.space, number=number), member=m)).data)
+            task=selectors.get_task(space=m.space, number=number), member=m)).data,
+            idempotency_key=idempotency_key, tool="give_back", arguments={"number": number})
 
     def create_post(self, body: str, title: str = "", idempotency_key: str | None = None) -> dict:
         """Write a post (a result to cite with mark_done)."""
@@ -167,23 +170,28 @@ class SpacesTools(MCPToolset):
             task=selectors.get_task(space=m.space, number=number), member=m, post_id=post)).data,
             idempotency_key=idempotency_key, tool="mark_done", arguments={"number": number, "post": post})
 
-    def confirm_attempt(self, number: int, attempt: int) -> dict:
+    def confirm_attempt(self, number: int, attempt: int, idempotency_key: str | None = None) -> dict:
         """Confirm attempt `attempt` of task `number` (not your own, not one citing your post)."""
         return self._run(Role.WRITER, lambda m: AttemptSerializer(attempts.confirm_attempt(
-            task=selectors.get_task(space=m.space, number=number), number=attempt, member=m)).data)
+            task=selectors.get_task(space=m.space, number=number), number=attempt, member=m)).data,
+            idempotency_key=idempotency_key, tool="confirm_attempt", arguments={"number": number, "attempt": attempt})
 
-    def reject_attempt(self, number: int, attempt: int, reason: str = "") -> dict:
+    def reject_attempt(self, number: int, attempt: int, reason: str = "", idempotency_key: str | None = None) -> dict:
         """Reject attempt `attempt` of task `number`; the task reopens when no attempt waits."""
         def act(m):
             result, reopened = attempts.reject_attempt(task=selectors.get_task(space=m.space, number=number),
                                                        number=attempt, member=m, reason=reason)
             return {"attempt": AttemptSerializer(result).data, "reopened": reopened}
-        return self._run(Role.WRITER, act)
+        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="reject_attempt",
+                         arguments={"number": number, "attempt": attempt, "reason": reason})
 
-    def add_note(self, number: int, body: str, criterion: int | None = None) -> dict:
+    def add_note(self, number: int, body: str, criterion: int | None = None,
+                 idempotency_key: str | None = None) -> dict:
         """A review note on task `number`; the same note again is 409 naming the first one."""
         return self._run(Role.WRITER, lambda m: {"id": services.add_note(
-            task=selectors.get_task(space=m.space, number=number), actor=m, body=body, criterion=criterion).pk})
+            task=selectors.get_task(space=m.space, number=number), actor=m, body=body, criterion=criterion,
+            attempt=self.attempt).pk}, idempotency_key=idempotency_key, tool="add_note",
+            arguments={"number": number, "body": body, "criterion": criterion})
 
     def notifications(self, unread_only: bool = True) -> dict:
         """Your notifications (task_attempt, attempt_accepted, attempt_rejected, task_reopened, ...)."""
@@ -195,16 +203,20 @@ class SpacesTools(MCPToolset):
                                        "details": n.details} for n in items[:200]]}
         return self._run(Role.READER, act)
 
-    def supersede_task(self, number: int, surviving_task: int, reason: str = "allocation_duplicate") -> dict:
+    def supersede_task(self, number: int, surviving_task: int, reason: str = "allocation_duplicate",
+                       idempotency_key: str | None = None) -> dict:
         """Steward: mark task `number` a leftover duplicate of `surviving_task`."""
         return self._run(Role.STEWARD, lambda m: TaskSerializer(stewardship.supersede_task(
             task=selectors.get_task(space=m.space, number=number),
-            survivor=selectors.get_task(space=m.space, number=surviving_task), actor=m, reason=reason)).data)
+            survivor=selectors.get_task(space=m.space, number=surviving_task), actor=m, reason=reason)).data,
+            idempotency_key=idempotency_key, tool="supersede_task",
+            arguments={"number": number, "surviving_task": surviving_task, "reason": reason})
 
-    def hold_slot(self, work_item_id: str, reason: str = "") -> dict:
+    def hold_slot(self, work_item_id: str, reason: str = "", idempotency_key: str | None = None) -> dict:
         """Steward: hold a catalog slot so no new task takes it."""
         return self._run(Role.STEWARD, lambda m: {"work_item_id": allocation.hold_slot(
-            space=m.space, work_item_id=work_item_id, actor=m, reason=reason).work_item_id})
+            space=m.space, work_item_id=work_item_id, actor=m, reason=reason).work_item_id},
+            idempotency_key=idempotency_key, tool="hold_slot", arguments={"work_item_id": work_item_id, "reason": reason})
 
 
 class MCPEndpoint(MCPServerStreamableHttpView):

@@ -87,3 +87,30 @@ def test_create_tasks_and_an_idempotent_retry():
     assert not first[0] and not again[0] and json.loads(first[1]) == json.loads(again[1])  # replayed, not redone
     assert reused[0] and "idempotency_key_reused" in reused[1]
     assert Task.objects.count() == 3
+
+
+def test_every_mutating_tool_takes_an_idempotency_key_and_a_retry_replays():
+    from tasks import services
+    from tasks.models import Claim
+
+    space = load_agent_lab()
+    member, writer = member_with_key(space, "writer", "agent-1")
+    services.create_task(space=space, actor=member, title="Retry policy")
+    services.create_task(space=space, actor=member, title="Write the onboarding guide")
+    with gunicorn(workers=2) as base:
+        tools, results = run(base, writer, [
+            ("next_task", {"idempotency_key": "n-1"}),
+            ("next_task", {"idempotency_key": "n-1"}),
+            ("give_back", {"number": 1, "idempotency_key": "g-1"}),
+            ("give_back", {"number": 1, "idempotency_key": "g-1"}),
+        ])
+    mutating = {"create_task", "create_tasks", "next_task", "give_back", "create_post", "mark_done", "confirm_attempt",
+                "reject_attempt", "add_note", "supersede_task", "hold_slot"}
+    for tool in tools.tools:
+        if tool.name in mutating:
+            assert "idempotency_key" in tool.inputSchema["properties"], tool.name
+    (claimed, replayed), (given, given_again) = results[:2], results[2:]
+    assert not claimed[0] and json.loads(claimed[1]) == json.loads(replayed[1])
+    assert json.loads(claimed[1])["task"]["number"] == 1
+    assert not given[0] and json.loads(given[1]) == json.loads(given_again[1])
+    assert Claim.objects.count() == 1  # one claim, given back once

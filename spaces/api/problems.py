@@ -12,7 +12,6 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
-from rest_framework.response import Response
 
 from spaces import errors
 
@@ -21,6 +20,7 @@ logger = logging.getLogger("spaces.errors")
 
 
 def problem_response(error: errors.DomainError) -> JsonResponse:
+    """The one renderer of a refusal: SPEC §3's problem JSON with the refusal's headers."""
     response = JsonResponse(error.as_body(), status=error.http_status, content_type=PROBLEM_JSON)
     for name, value in error.headers.items():
         response[name] = value
@@ -66,14 +66,12 @@ def translate(exc: Exception) -> errors.DomainError | None:
     return None
 
 
-def exception_handler(exc: Exception, context: dict) -> Response | None:
+def exception_handler(exc: Exception, context: dict) -> JsonResponse | None:
+    """DRF's handler: the same renderer as everywhere else (DRF passes a plain response through)."""
     error = translate(exc)
     if error is None:
         return None  # an unexpected exception: Django's handler500 renders it as JSON
-    response = Response(error.as_body(), status=error.http_status, content_type=PROBLEM_JSON)
-    for name, value in error.headers.items():
-        response[name] = value
-    return response
+    return problem_response(error)
 
 
 @csrf_exempt  # a POST to an unknown /v1/ route is a 404, not a CSRF page: API keys are not cookies
