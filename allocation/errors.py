@@ -1,7 +1,7 @@
 """Allocation and idempotency refusals (SPEC §4, §7.1)."""
 from __future__ import annotations
 
-from spaces.errors import DomainError
+from spaces.errors import DomainError, IdempotencyKeyReused  # noqa: F401  (join uses it too)
 
 RESERVED_RETRY_AFTER_MS = 200
 
@@ -41,13 +41,6 @@ class UnknownWorkItem(DomainError):
     http_status = 422
     title = "Unknown work item"
     meaning = "`work_item_id` is not a row of this space's catalog; `valid_work_item_ids` lists the catalog."
-
-
-class IdempotencyKeyReused(DomainError):
-    code = "idempotency_key_reused"
-    http_status = 422
-    title = "Idempotency-Key reused"
-    meaning = "This Idempotency-Key was first used with another request (method, path or body): use a new key."
 
 
 class IdempotencyInProgress(DomainError):

@@ -4,8 +4,6 @@ after the first touch goes through ``allocation.settlement.observe``.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -20,15 +18,10 @@ from allocation.models import (
     OperationState,
 )
 from allocation.settlement import Report, observe
+from spaces.fingerprints import request_fingerprint  # noqa: F401  (the runner's, and join's)
 from spaces.models import ApiKey
 
 TRANSIENT_CODES = frozenset({"conflict_key_reserved"})
-
-
-def request_fingerprint(method: str, path: str, body: Any) -> str:
-    """SHA-256 of method, path and the canonical JSON body (SPEC §7.1)."""
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(f"{method.upper()}\n{path}\n{canonical}".encode()).hexdigest()
 
 
 def lease_seconds() -> int:
@@ -69,7 +62,8 @@ def is_transient(status: int, body: Any) -> bool:
     return status == 409 and isinstance(body, dict) and body.get("code") in TRANSIENT_CODES
 
 
-def settle_operation(*, operation: Operation, status: int, body: Any, headers: dict[str, str]) -> bool:
+def settle_operation(*, operation: Operation, status: int, body: Any, headers: dict[str, str],
+                     secret: dict[str, Any] | None = None) -> bool:
     """Report what the attempt holding ``operation.lease_epoch`` observed; True if it settled.
 
     A transient outcome only ends the lease, so a retry can run; anything else completes
@@ -77,7 +71,7 @@ def settle_operation(*, operation: Operation, status: int, body: Any, headers: d
     """
     kind = ObservationKind.TRANSIENT if is_transient(status, body) else ObservationKind.SUCCESS
     settled = observe(operation=operation, report=Report.for_attempt(operation, kind, status=status, body=body,
-                                                                      headers=headers))
+                                                                      headers=headers, secret=secret))
     return settled.verdict == ObservationVerdict.APPLIED
 
 

@@ -52,7 +52,8 @@ class IdempotencyMiddleware:
             request.idempotency_attempt = attempt
             response = self.get_response(request)
             headers = {h: response[h] for h in REPLAYED_HEADERS if response.has_header(h)}
-            return Answer(response.status_code, response_json(response), headers, response=response)
+            return Answer(response.status_code, response_json(response), headers, response=response,
+                          secret=getattr(response, "spaces_secret", None))
 
         try:
             api_key, answer = run_attempt(raw_key=raw_key, idempotency_key=idempotency_key, method=request.method,

@@ -135,6 +135,9 @@ class Operation(models.Model):
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
     response_body = models.JSONField(null=True, blank=True)
     response_headers = models.JSONField(default=dict, blank=True)
+    # An answer that carried a secret is stored without it; this says how a replay gets a
+    # fresh one (spaces.secrets): {"kind", "fields", "ref"}.
+    secret = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)

@@ -29,6 +29,7 @@ from allocation.first_touch import relock, touch_first
 from allocation.idempotency import check_tuple, request_fingerprint, settle_operation
 from allocation.models import Operation, OperationState
 from spaces.models import ApiKey
+from spaces.secrets import SecretAnswer, reissue, without_secret
 
 IN_PROGRESS_RETRY_AFTER_MS = 500
 
@@ -41,12 +42,23 @@ class Answer:
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
     response: Any = None  # the front's own response object, when the work made one
+    secret: SecretAnswer | None = None  # which fields hold a secret, never stored (spaces.secrets)
     replayed: bool = False
 
     @classmethod
     def stored(cls, operation: Operation) -> "Answer":
         return cls(operation.response_status, operation.response_body, dict(operation.response_headers or {}),
                    replayed=True)
+
+
+def replay(operation: Operation) -> Answer:
+    """The stored answer; one that carried a secret gets a fresh one, and the earlier one is
+    revoked (SPEC §7.1). Runs under the attempt's lock, so replays reissue one at a time."""
+    answer = Answer.stored(operation)
+    if operation.secret:
+        answer.body, operation.secret = reissue(operation.secret, answer.body)
+        Operation.objects.filter(pk=operation.pk).update(secret=operation.secret)  # the ref to revoke next time
+    return answer
 
 
 class AttemptOvertaken(Exception):
@@ -107,19 +119,21 @@ def run_attempt(
         if not touch.created:
             check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
             if operation.state == OperationState.COMPLETED:
-                connection.rollback()
-                return api_key, Answer.stored(operation)
+                answer = replay(operation)
+                connection.commit()
+                return api_key, answer
         try:
             answer = work(Attempt(api_key, operation))
         except AttemptOvertaken as overtaken:
             connection.rollback()
             if overtaken.operation.state == OperationState.COMPLETED:
-                return api_key, Answer.stored(overtaken.operation)
+                return api_key, Answer.stored(overtaken.operation)  # no reissue: this attempt holds no lock now
             raise in_progress() from None
         if answer.status >= 500:
             connection.rollback()  # the work crashed: nothing of it stays, a retry runs again
             return api_key, answer
-        settle_operation(operation=operation, status=answer.status, body=answer.body, headers=answer.headers)
+        settle_operation(operation=operation, status=answer.status, body=without_secret(answer.body, answer.secret),
+                         headers=answer.headers, secret=answer.secret.as_stored() if answer.secret else None)
         connection.commit()
         return api_key, answer
     except BaseException:

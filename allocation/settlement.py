@@ -53,6 +53,7 @@ class Report:
     status: int | None = None
     body: Any = None
     headers: dict[str, str] | None = None
+    secret: dict[str, Any] | None = None
 
     @classmethod
     def for_attempt(cls, operation: Operation, kind: str, **fields: Any) -> "Report":
@@ -173,7 +174,8 @@ def decide(op: Operation, report: Report) -> tuple[str, dict[str, Any]]:
             return ObservationVerdict.CONFLICT, {}  # first commit wins
         return ObservationVerdict.APPLIED, {
             "state": OperationState.COMPLETED, "response_status": report.status, "response_body": report.body,
-            "response_headers": report.headers or {}, "completed_at": now, "lease_expires_at": None,
+            "response_headers": report.headers or {}, "secret": report.secret, "completed_at": now,
+            "lease_expires_at": None,
         }
     if completed:
         return ObservationVerdict.RECORDED, {}  # completed dominates every non-terminal

@@ -9,3 +9,4 @@ class SpacesConfig(AppConfig):
         # Importing each app's errors module fills the one refusal registry that both the
         # exception handler and GET /v1/reference read.
         from spaces import errors, schema  # noqa: F401
+        from spaces.api import views  # noqa: F401  (registers the API key's reissuer: spaces.secrets)

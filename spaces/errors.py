@@ -192,3 +192,10 @@ class CatalogInvalid(DomainError):
     http_status = 422
     title = "Catalog invalid"
     meaning = "A catalog row is malformed: `work_item_id` is T + digits, a title is required, at most 50 aliases."
+
+
+class IdempotencyKeyReused(DomainError):
+    code = "idempotency_key_reused"
+    http_status = 422
+    title = "Idempotency-Key reused"
+    meaning = "This Idempotency-Key was first used with another request (method, path or body): use a new key."

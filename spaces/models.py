@@ -123,6 +123,27 @@ class JoinLink(models.Model):
         ]
 
 
+class JoinRedemption(models.Model):
+    """A join made with an ``Idempotency-Key`` (SPEC §2): its retry answers for the same member.
+
+    Only the prefix of the key the last answer carried is kept (never a secret), so a
+    replay can revoke it and answer with a fresh key.
+    """
+
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="+", db_index=False)
+    link = models.ForeignKey(JoinLink, on_delete=models.CASCADE, related_name="redemptions")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="+")
+    answered_key_prefix = models.CharField(max_length=32)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "link", "key"], name="joinredemption_one_per_link_key"),
+        ]
+
+
 class CharterItem(models.Model):
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="charter_items")
     work_item_id = models.CharField(max_length=32)

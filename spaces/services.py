@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import secrets
 import string
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
@@ -16,8 +17,9 @@ from django.utils import timezone
 
 from spaces import errors
 from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_key
+from spaces.fingerprints import request_fingerprint
 from spaces.key_lookup import key_by_prefix
-from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
+from spaces.models import ApiKey, CharterItem, JoinLink, JoinRedemption, Member, Post, Role, Space
 
 KEY_PREFIX_ALPHABET = string.ascii_lowercase + string.digits
 KEY_PREFIX_LENGTH = 12
@@ -109,6 +111,15 @@ def verified_key(key: ApiKey | None, secret: str) -> ApiKey | None:
             ApiKey.objects.filter(pk__in=stale.select_for_update(skip_locked=True).values("pk")).update(
                 last_used_at=now)
     return key
+
+
+def reissue_key(*, prefix: str) -> tuple[ApiKey, str]:
+    """Revoke the key with ``prefix`` and issue its member a fresh one with the same expiry
+    (the replay of an answer that carried a key, SPEC §7.1)."""
+    with transaction.atomic():
+        old = ApiKey.objects.select_related("member").get(prefix=prefix)
+        ApiKey.objects.filter(pk=old.pk, revoked_at=None).update(revoked_at=timezone.now())
+        return issue_key(member=old.member, expires_at=old.expires_at)
 
 
 def revoke_key(*, key: ApiKey) -> ApiKey:
@@ -216,12 +227,35 @@ def token_from_link(link_or_token: str) -> str:
     return text.rstrip("/").rsplit("/", 1)[-1]
 
 
-def join(*, link: str, name: str | None = None) -> tuple[Member, ApiKey, str]:
+@dataclass(frozen=True)
+class Joined:
+    member: Member
+    key: ApiKey
+    raw_key: str
+    replayed: bool = False
+
+
+def join(*, link: str, name: str | None = None, idempotency_key: str | None = None) -> Joined:
+    """Join a space through a link (SPEC §2). With ``idempotency_key`` a retry answers for the
+    same member with a fresh key and revokes the one the earlier answer carried, without
+    using the link again; the link's row lock orders concurrent retries."""
     token = token_from_link(link)
     now = timezone.now()
+    fingerprint = request_fingerprint("POST", "/v1/join", {"link": token, "name": name})
     with transaction.atomic():
         join_link = JoinLink.objects.select_for_update().filter(token_hash=hash_secret(token)).first()
-        if join_link is None or (join_link.expires_at is not None and join_link.expires_at <= now):
+        if join_link is None:
+            raise errors.JoinLinkInvalid()
+        earlier = None if idempotency_key is None else JoinRedemption.objects.filter(
+            space_id=join_link.space_id, link=join_link, key=idempotency_key).select_related("member").first()
+        if earlier is not None:
+            if earlier.fingerprint != fingerprint:
+                raise errors.IdempotencyKeyReused(
+                    f"Idempotency-Key {idempotency_key!r} was first used to join with another name; use a new key.")
+            key, raw = reissue_key(prefix=earlier.answered_key_prefix)
+            JoinRedemption.objects.filter(pk=earlier.pk).update(answered_key_prefix=key.prefix)
+            return Joined(earlier.member, key, raw, replayed=True)
+        if join_link.expires_at is not None and join_link.expires_at <= now:
             raise errors.JoinLinkInvalid()
         # Compare-and-set on uses: the row lock above plus this predicate hold max_uses.
         used = JoinLink.objects.filter(pk=join_link.pk).filter(
@@ -231,7 +265,10 @@ def join(*, link: str, name: str | None = None) -> tuple[Member, ApiKey, str]:
             raise errors.JoinLinkInvalid("This join link has no uses left.")
         member = add_member(space=join_link.space, role=join_link.role, name=name)
         key, raw = issue_key(member=member)
-    return member, key, raw
+        if idempotency_key is not None:
+            JoinRedemption.objects.create(space_id=join_link.space_id, link=join_link, key=idempotency_key,
+                                          fingerprint=fingerprint, member=member, answered_key_prefix=key.prefix)
+    return Joined(member, key, raw)
 
 
 def delete_join_link(*, link: JoinLink) -> None:

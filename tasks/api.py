@@ -17,6 +17,7 @@ from spaces.api.problems import translate
 from spaces.api.views import SpaceView
 from spaces.errors import DomainError, InvalidRequest, NotFound
 from spaces.models import Role
+from spaces.secrets import SecretAnswer, mark_secret, reissuer
 from spaces.selectors import as_int, get_member
 from tasks import attempts, claims, exports, selectors, services, stewardship
 from tasks.errors import SurvivorInvalid
@@ -330,9 +331,22 @@ class ExportShareView(SpaceView):
 
     @extend_schema(request=None, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str, export_id: str) -> Response:
-        token = exports.share_export(export=get_export(self.space, export_id))
-        return Response({"token": token, "url": request.build_absolute_uri(f"/v1/shares/{token}")},
-                        status=status.HTTP_201_CREATED)
+        export = get_export(self.space, export_id)
+        token = exports.share_export(export=export)
+        base = request.build_absolute_uri("/v1/shares/")
+        return mark_secret(Response(share_body(base, token), status=status.HTTP_201_CREATED),
+                           SecretAnswer("share", ("token", "url"), {"export": export.pk, "base": base}))
+
+
+def share_body(base: str, token: str) -> dict:
+    return {"token": token, "url": base + token}
+
+
+@reissuer("share")
+def reissue_share(ref: dict) -> tuple[dict, dict]:
+    """A replayed share: a fresh token for the same export; the lost answer's token stops opening it."""
+    token = exports.share_export(export=Export.objects.get(pk=ref["export"]), fresh=True)
+    return share_body(ref["base"], token), ref
 
 
 class SharedExportView(APIView):

@@ -7,3 +7,4 @@ class TasksConfig(AppConfig):
 
     def ready(self) -> None:
         from tasks import errors, reference  # noqa: F401  (registers refusals and sections)
+        from tasks import api  # noqa: F401  (registers the share token's reissuer: spaces.secrets)

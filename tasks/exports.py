@@ -142,8 +142,9 @@ def export_state(export: Export) -> dict:
     return body
 
 
-def share_export(*, export: Export) -> str:
-    """A share token, only for an export completed under the tuple it was reserved with."""
+def share_export(*, export: Export, fresh: bool = False) -> str:
+    """A share token, only for an export completed under the tuple it was reserved with;
+    ``fresh`` replaces the token, so the earlier one no longer opens the export."""
     with transaction.atomic():
         export = Export.objects.select_for_update().get(pk=export.pk)
         operation = Operation.objects.get(pk=export.operation_id)
@@ -157,7 +158,7 @@ def share_export(*, export: Export) -> str:
         if not completed:
             raise errors.ExportNotCompleted(f"Export {export.pk} is {operation.state}; share it once it completes.",
                                             state=operation.state)
-        if export.share_token is None:
+        if export.share_token is None or fresh:
             export.share_token = secrets.token_urlsafe(24)
             export.save(update_fields=["share_token"])
         return export.share_token

@@ -14,6 +14,7 @@ from spaces import errors, selectors, services
 from spaces.api import serializers as s
 from spaces.api.pagination import IdCursorPagination, PositionCursorPagination
 from spaces.catalog import normalize_work_item_id
+from spaces.secrets import SecretAnswer, mark_secret, reissuer
 from spaces.models import ApiKey, CharterItem, Member, Role
 from spaces.reference import SECTIONS, build_reference
 
@@ -53,11 +54,20 @@ class JoinView(APIView):
     def post(self, request: Request) -> Response:
         serializer = s.JoinSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        member, key, raw = services.join(**serializer.validated_data)
-        return Response(
-            {"key": raw, "member": s.MemberSerializer(member).data, "space": member.space.slug, "role": member.role},
+        idempotency_key = request.headers.get("Idempotency-Key")
+        if idempotency_key is not None and not 0 < len(idempotency_key.strip()) <= 255:
+            raise errors.InvalidRequest("Idempotency-Key must be 1 to 255 characters.",
+                                        fields={"Idempotency-Key": ["1 to 255 characters."]})
+        joined = services.join(**serializer.validated_data, idempotency_key=idempotency_key)
+        member = joined.member
+        response = Response(
+            {"key": joined.raw_key, "member": s.MemberSerializer(member).data, "space": member.space.slug,
+             "role": member.role},
             status=status.HTTP_201_CREATED,
         )
+        if joined.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
 
 
 class SpaceDetailView(SpaceView):
@@ -138,7 +148,19 @@ class MemberKeysView(SpaceView):
             raise errors.Forbidden("Only a steward issues keys for another member.")
         data = self.validated(s.IssueKeySerializer)
         key, raw = services.issue_key(member=member, expires_at=data.get("expires_at"))
-        return Response({"key": raw, "member": member.pk, **s.KeySerializer(key).data}, status=status.HTTP_201_CREATED)
+        return mark_secret(Response(issued_key_body(key, raw), status=status.HTTP_201_CREATED),
+                           SecretAnswer("api_key", ("key",), {"prefix": key.prefix}))
+
+
+def issued_key_body(key: ApiKey, raw: str) -> dict:
+    return {"key": raw, "member": key.member_id, **s.KeySerializer(key).data}
+
+
+@reissuer("api_key")
+def reissue_api_key(ref: dict) -> tuple[dict, dict]:
+    """A replayed key issue: the same member gets a fresh key and the lost answer's key is revoked."""
+    key, raw = services.reissue_key(prefix=ref["prefix"])
+    return issued_key_body(key, raw), {"prefix": key.prefix}
 
 
 class KeyRevokeView(SpaceView):
