@@ -12,11 +12,23 @@ from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/spaces_bench"
 
 
 def bench_database_url() -> str:
-    return os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+    """BENCH_DATABASE_URL, or a database on the embedded server in .postgres/bench (started here;
+    it keeps running for the next benchmark: `python -m settings.embedded_postgres stop bench`)."""
+    url = os.environ.get("BENCH_DATABASE_URL")
+    if url:
+        return url
+    sys.path.insert(0, str(ROOT))
+    from settings import embedded_postgres
+
+    return with_database(embedded_postgres.start("bench"), "spaces_bench")
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` naming database ``name`` on the same server."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
 def recreate_database(url: str) -> None:

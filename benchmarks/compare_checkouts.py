@@ -3,18 +3,23 @@
     git worktree add /tmp/before HEAD~1
     .venv/bin/python benchmarks/compare_checkouts.py /tmp/before [--clients 8] [--repeats 5] [--seconds 2]
 
-Both checkouts are served by their own gunicorn (2 sync workers) on one fresh database
-(BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/spaces_bench, dropped
-and re-created), so they must share its schema: the script refuses checkouts whose
-migrations differ. Every repeat runs each scenario on both, in alternating order, so the
-machine's drift falls on both alike. Prints each repeat and the median ratio of this
-checkout's rate to the other's; asserts nothing.
+Each checkout is served by its own gunicorn (2 sync workers) on a fresh database of its
+own on one server (BENCH_DATABASE_URL's, by default the embedded server in
+.postgres/bench), migrated and filled by that checkout's own code, so checkouts whose
+migrations differ compare too. Every repeat runs each scenario on both, in alternating
+order, so the machine's drift falls on both alike. Prints each repeat and the median
+ratio of this checkout's rate to the other's; asserts nothing.
 """
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
+import os
 import statistics
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -25,16 +30,9 @@ from benchmarks.common import (  # noqa: E402
     gunicorn,
     recreate_database,
     refresh_statistics,
-    setup_django,
+    with_database,
 )
 from benchmarks.load import Scenario, ensure_wrk, run_load  # noqa: E402
-
-APPS = ("spaces", "allocation", "tasks")
-
-
-def migrations(root: Path) -> set[str]:
-    return {f"{app}/{path.name}" for app in APPS for path in (root / app / "migrations").glob("0*.py")}
-
 
 def prepare() -> list[str]:
     from spaces import services
@@ -46,6 +44,23 @@ def prepare() -> list[str]:
     ])
     return [services.issue_key(member=services.add_member(space=space, role="writer", name=f"agent-{i}"))[1]
             for i in range(32)]
+
+
+def prepare_checkout(root: Path, url: str) -> list[str]:
+    """Migrate ``url``'s database and run ``prepare`` with the checkout at ``root``'s own code."""
+    recreate_database(url)
+    code = textwrap.dedent(f"""
+        import json, os, sys
+        sys.path.insert(0, {str(root)!r})
+        os.environ["DJANGO_SETTINGS_MODULE"] = "settings.base"
+        import django
+        django.setup()
+        from django.core.management import call_command
+        call_command("migrate", verbosity=0)
+    """) + textwrap.dedent(inspect.getsource(prepare)) + "\nprint(json.dumps(prepare()))\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "DATABASE_URL": url},
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def scenarios(keys: list[str]) -> dict[str, Scenario]:
@@ -62,7 +77,7 @@ def scenarios(keys: list[str]) -> dict[str, Scenario]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("other", type=Path, help="the other checkout (a directory with manage.py)")
-    parser.add_argument("--scenarios", default="create,create+key,replay",
+    parser.add_argument("--scenarios", default="create,create+key,replay,409,next",
                         help="comma-separated, of: create, create+key, replay, 409, next")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
@@ -71,30 +86,30 @@ def main() -> None:
     other = args.other.resolve()
     if not (other / "manage.py").exists():
         parser.error(f"{other} is not a checkout of this project (no manage.py)")
-    if migrations(other) != migrations(ROOT):
-        parser.error("the two checkouts' migrations differ, so they cannot share one database")
-
-    ensure_wrk()
-    url = bench_database_url()
-    recreate_database(url)
-    setup_django(url)
-    all_scenarios = scenarios(prepare())
     names = args.scenarios.split(",")
-    unknown = set(names) - set(all_scenarios)
+    unknown = set(names) - set(scenarios([]))
     if unknown:
         parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
 
-    with gunicorn(url, root=other) as before, gunicorn(url) as this:
-        for server in (before, this):  # warm up: the occupied task exists, replays are stored
-            run_load(server, all_scenarios["409"], clients=1, seconds=0.5)
-            run_load(server, all_scenarios["replay"], clients=32, seconds=1)
-            run_load(server, all_scenarios["create"], clients=args.clients, seconds=1)
+    ensure_wrk()
+    url = bench_database_url()
+    urls = {"other": with_database(url, "spaces_bench_other"), "this": with_database(url, "spaces_bench_this")}
+    loads = {"other": scenarios(prepare_checkout(other, urls["other"])),
+             "this": scenarios(prepare_checkout(ROOT, urls["this"]))}
+
+    with gunicorn(urls["other"], root=other) as before, gunicorn(urls["this"]) as this:
+        servers = {before: "other", this: "this"}
+        for server, side in servers.items():  # warm up: the occupied task exists, replays are stored
+            run_load(server, loads[side]["409"], clients=1, seconds=0.5)
+            run_load(server, loads[side]["replay"], clients=32, seconds=1)
+            run_load(server, loads[side]["create"], clients=args.clients, seconds=1)
         ratios: dict[str, list[float]] = {name: [] for name in names}
         for repeat in range(args.repeats):
-            refresh_statistics(url)
+            for side_url in urls.values():
+                refresh_statistics(side_url)
             for name in names:
                 order = (before, this) if repeat % 2 == 0 else (this, before)
-                results = {server: run_load(server, all_scenarios[name], clients=args.clients,
+                results = {server: run_load(server, loads[servers[server]][name], clients=args.clients,
                                             seconds=args.seconds) for server in order}
                 ratio = results[this].rps / results[before].rps
                 ratios[name].append(ratio)

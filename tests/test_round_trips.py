@@ -1,0 +1,49 @@
+"""The hot routes' round trips, pinned: a change that adds a statement to create, an idempotent
+create, a replay, the 409 or next fails here and says which statements it runs now."""
+from __future__ import annotations
+
+import pytest
+
+from tasks import services
+
+S = "/v1/spaces/agent-lab"
+
+
+@pytest.fixture
+def warm(writer, writer2):
+    """The first request of a process loads the catalog's bind index and notes the keys' use."""
+    writer.api.post(f"{S}/tasks", {"title": "warm up"})
+    writer2.api.post(f"{S}/tasks", {"title": "warm up too"})
+    writer.api.post(f"{S}/tasks", {"title": "warm up again"}, headers={"Idempotency-Key": "warm"})
+    return writer
+
+
+def test_create(warm, django_assert_num_queries):
+    with django_assert_num_queries(4):  # key, reserve, savepoint around the mutation, mutation
+        assert warm.api.post(f"{S}/tasks", {"title": "Retry policy"}).status_code == 201
+
+
+def test_create_with_a_new_idempotency_key(warm, django_assert_num_queries):
+    # first touch (key, lock, operation), reserve, commit point's relock, savepoint + mutation, settle
+    with django_assert_num_queries(7):
+        response = warm.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": "k1"})
+    assert response.status_code == 201
+
+
+def test_an_idempotent_replay(warm, django_assert_num_queries):
+    warm.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": "k1"})
+    with django_assert_num_queries(1):  # the first touch finds the completed operation
+        response = warm.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": "k1"})
+    assert response["Idempotent-Replayed"] == "true"
+
+
+def test_the_409(warm, writer2, django_assert_num_queries):
+    warm.api.post(f"{S}/tasks", {"title": "Retry policy"})
+    with django_assert_num_queries(2):  # key, reserve (which names the occupant)
+        assert writer2.api.post(f"{S}/tasks", {"title": "retry  POLICY"}).status_code == 409
+
+
+def test_next(warm, space, django_assert_num_queries):
+    services.create_task(space=space, actor=warm.member, title="Retry policy")
+    with django_assert_num_queries(2):  # key, claim
+        assert warm.api.post(f"{S}/next").json()["task"] is not None
