@@ -25,19 +25,22 @@ TASK_DELIVERY_MODE_CHOICES = [(m.value, m.label) for m in TASK_DELIVERY_MODES]
 class Reservation(models.Model):
     """A create intent's claim on a conflict key for one allocation window (SPEC §4.5.4)."""
 
-    # Foreign keys whose own index a composite already leads with carry db_index=False in
-    # these models: one write less per row, and one less wrong index for a plan to pick.
+    # No foreign-key constraints in the database: checking one locks the referenced row,
+    # a write to a logged table, which would make every reservation's commit wait for the
+    # disk. A reservation lives for one window and means nothing after it, so a dangling
+    # reference is harmless (Django still cascades deletions made through the ORM).
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+",
-                              db_index=False)  # reservation_one_per_conflict_key
+                              db_index=False, db_constraint=False)  # reservation_one_per_conflict_key
     kind = models.CharField(max_length=32, choices=ConflictKind.choices)
     target = models.TextField()
     delivery_mode = models.CharField(max_length=32, choices=DeliveryMode.choices)
     received_seq = models.BigIntegerField()
     payload_sha256 = models.CharField(max_length=64)
-    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="+")
+    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     # The idempotent operation that made it, so that operation's retry can take it over.
     operation = models.ForeignKey(
-        "allocation.Operation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "allocation.Operation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_constraint=False,
     )
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()

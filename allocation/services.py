@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -179,6 +180,11 @@ def reserve_over_reservation(
                 if existing.expires_at > now and not same_operation:
                     raise reserved_error(existing, key)
                 existing.delete()  # lazily expired (or our own earlier attempt's): replace it
+            # Read after the lock: an intent whose reservation this was may have finished its
+            # mutation while we waited, and then its task occupies the key.
+            occupancy = find_occupancy(space, key)
+            if occupancy is not None:
+                raise occupied_error(occupancy, key)
             reservation = Reservation(**key_filter(space, key), **fields)
             if insert_unless_conflict(reservation, RESERVATION_KEY_FIELDS, sql_values=sql_values):
                 return reservation
@@ -190,8 +196,16 @@ def reserve_over_reservation(
 # is held or the key occupied, and otherwise say which, with the winner the 409 names. An
 # empty answer means another intent's reservation holds the key. The arrival number comes
 # from the sequence here, so it follows the order intents reach the allocator.
+#
+# The transaction that commits a reservation does not wait for the disk
+# (synchronous_commit off, for that transaction only): it promises nothing durable. The
+# reservation table is UNLOGGED, and what else that transaction may hold (an attempt's
+# first touch, an earlier proposal of a window) is answered only by a later transaction
+# that commits an operation's answer or a task synchronously, and so flushes it too.
 RESERVE_SQL = """
-WITH held AS (
+WITH not_durable AS MATERIALIZED (
+    SELECT set_config('synchronous_commit', 'off', true)
+), held AS (
     SELECT 1 FROM allocation_slothold WHERE space_id = %(space)s AND work_item_id = %(work_item_id)s AND {with_hold}
 ), occupant AS (
     SELECT o.task_id, o.note_id, t.number, t.status FROM allocation_occupancy o
@@ -204,6 +218,7 @@ WITH held AS (
     SELECT %(space)s, %(kind)s, %(target)s, %(delivery_mode)s, {next_received_seq},
            %(payload_sha256)s, %(member)s, %(operation)s, %(now)s, %(expires_at)s
     WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM occupant)
+      AND EXISTS (SELECT 1 FROM not_durable)
     ON CONFLICT (space_id, kind, target, delivery_mode) DO NOTHING
     RETURNING id, received_seq
 )
@@ -251,6 +266,27 @@ def reserve(
     reservation._state.adding = False
     reservation._state.db = connection.alias
     return reservation
+
+
+@cache
+def mutation_ctes() -> tuple[str, str]:
+    """Allocation's part of a create's mutation statement (SPEC §4.5.4), for the app that owns the
+    created row to put around its own insert: ``taken`` drops the intent's reservation and yields
+    a row only if it was still the intent's (so nothing is created by an intent whose reservation
+    lapsed and was taken over), and ``occupied`` inserts the occupancy for the task that the
+    ``created`` CTE yields (its ``id``). Parameters: reservation, space, kind, target,
+    delivery_mode, now. Column lists come from the models, so a new column cannot be missed.
+    """
+    quote = connection.ops.quote_name
+    taken = (f"taken AS (DELETE FROM {quote(Reservation._meta.db_table)} "
+             "WHERE id = %(reservation)s RETURNING id)")
+    values = {"space": "%(space)s", "kind": "%(kind)s", "target": "%(target)s", "delivery_mode": "%(delivery_mode)s",
+              "task": "created.id", "note": "NULL", "created_at": "%(now)s"}
+    fields = [f for f in Occupancy._meta.concrete_fields if not f.primary_key]
+    occupied = (f"occupied AS (INSERT INTO {quote(Occupancy._meta.db_table)} "
+                f"({', '.join(quote(f.column) for f in fields)}) "
+                f"SELECT {', '.join(values[f.name] for f in fields)} FROM created)")
+    return taken, occupied
 
 
 def occupy(*, reservation: Reservation, space: Space, key: ConflictKey, task=None, note=None) -> Occupancy:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -27,19 +28,6 @@ from tasks.models import EventKind, Note, Task, TaskEvent, TaskStatus
 
 def record_event(*, task: Task, kind: str, actor: Member | None, **details: Any) -> TaskEvent:
     return TaskEvent.objects.create(space_id=task.space_id, task=task, kind=kind, actor=actor, details=details)
-
-
-def allocate_task_number(space: Space) -> int:
-    """The next per-space number, inside the caller's transaction.
-
-    The UPDATE row-locks the space until commit, so numbers are handed out one at a time
-    and a rolled-back creation gives its number back.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE spaces_space SET task_counter = task_counter + 1 WHERE id = %s RETURNING task_counter", [space.pk]
-        )
-        return cursor.fetchone()[0]
 
 
 def create_task(
@@ -95,13 +83,12 @@ def create_task(
         payload_sha256=digest,
     )
     try:
-        # Its own transaction, or a savepoint in the attempt's: a lost occupancy race rolls
-        # back only the mutation, and the reservation can still be released.
-        with transaction.atomic():
-            insert_task_with_occupancy(task=task, reservation=reservation, key=key)
+        created = insert_task_with_occupancy(task=task, reservation=reservation, key=key)
     except IntegrityError:
+        # The occupancy constraint said no although the reservation was ours: a row written
+        # around the allocator (see mutation_ctes). It stays the last word. (Inside an
+        # attempt's transaction the statement's failure ends the attempt; its retry answers.)
         allocation.release_reservation(reservation)
-        # Our reservation lapsed and another intent took the key meanwhile: it won.
         occupancy = allocation.find_occupancy(space, key)
         if occupancy is not None:
             raise allocation.occupied_error(occupancy, key) from None
@@ -109,54 +96,72 @@ def create_task(
     except BaseException:
         allocation.release_reservation(reservation)  # no phantom reservation
         raise
+    if not created:
+        # Our reservation lapsed and another intent took it over: the key is its, or still being taken.
+        occupancy = allocation.find_occupancy(space, key)
+        if occupancy is not None:
+            raise allocation.occupied_error(occupancy, key)
+        raise allocation.reserved_error(reservation, key)
     return task
 
 
-# The mutation of SPEC §4.5.4 as one statement: number the task, insert it and
-# its occupancy, drop the reservation and record the event. A single statement is its
-# own transaction, so all of it commits or none does (a unique violation on the
-# occupancy rolls back the task and the number too), in one round trip instead of seven.
-INSERT_TASK_SQL = """
-WITH numbered AS (
-    UPDATE spaces_space SET task_counter = task_counter + 1 WHERE id = %(space)s RETURNING task_counter
-), task AS (
-    INSERT INTO tasks_task (space_id, number, title, body, delivery_mode, work_item_id, conflict_kind,
-                            conflict_target, status, cycle, creator_id, received_seq, payload_sha256,
-                            superseded_by_id, closed_by_id, closed_at, close_reason, created_at, updated_at)
-    SELECT %(space)s, task_counter, %(title)s, %(body)s, %(delivery_mode)s, %(work_item_id)s, %(kind)s,
-           %(target)s, %(status)s, %(cycle)s, %(creator)s, %(received_seq)s, %(payload_sha256)s,
-           NULL, NULL, NULL, '', %(now)s, %(now)s
-    FROM numbered
-    RETURNING id, number
-), occupancy AS (
-    INSERT INTO allocation_occupancy (space_id, kind, target, delivery_mode, task_id, note_id, created_at)
-    SELECT %(space)s, %(kind)s, %(target)s, %(delivery_mode)s, id, NULL, %(now)s FROM task
-), dropped AS (
-    DELETE FROM allocation_reservation WHERE id = %(reservation)s
-), event AS (
-    INSERT INTO tasks_taskevent (space_id, task_id, kind, actor_id, details, created_at)
-    SELECT %(space)s, id, 'created', %(creator)s, %(details)s::jsonb, %(now)s FROM task
-)
-SELECT id, number FROM task
-"""
+# The mutation of SPEC §4.5.4 as one statement: drop the reservation (only while it is still
+# this intent's), number the task, insert it and its occupancy, and record the event. One
+# statement, so all of it happens or none does, in one round trip; a reservation that was
+# taken over creates nothing, so the occupancy's unique constraint is never the one to say no
+# (it stays the last word all the same).
+@cache
+def insert_task_sql() -> str:
+    quote = connection.ops.quote_name
+    taken, occupied = allocation.mutation_ctes()
+    task_values = {
+        "space": "%(space)s", "number": "task_counter", "title": "%(title)s", "body": "%(body)s",
+        "delivery_mode": "%(delivery_mode)s", "work_item_id": "%(work_item_id)s", "conflict_kind": "%(kind)s",
+        "conflict_target": "%(target)s", "status": "%(status)s", "cycle": "%(cycle)s", "creator": "%(creator)s",
+        "received_seq": "%(received_seq)s", "payload_sha256": "%(payload_sha256)s", "superseded_by": "NULL",
+        "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
+        "updated_at": "%(now)s",
+    }
+    event_values = {"space": "%(space)s", "task": "created.id", "kind": f"'{EventKind.CREATED.value}'",
+                    "actor": "%(creator)s", "details": "%(details)s::jsonb", "created_at": "%(now)s"}
+
+    def insert(model, values: dict[str, str]) -> str:
+        fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        return (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+                f"SELECT {', '.join(values[f.name] for f in fields)}")
+
+    return (
+        f"WITH {taken}, "
+        f"numbered AS (UPDATE {quote(Space._meta.db_table)} SET task_counter = task_counter + 1 "
+        "WHERE id = %(space)s AND EXISTS (SELECT 1 FROM taken) RETURNING task_counter), "
+        f"created AS ({insert(Task, task_values)} FROM numbered RETURNING id, number), "
+        f"{occupied}, "
+        f"event AS ({insert(TaskEvent, event_values)} FROM created) "
+        "SELECT id, number FROM created"
+    )
 
 
-def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey) -> None:
-    """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically."""
+def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey) -> bool:
+    """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
+    False (nothing written) when the reservation was no longer this intent's."""
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute(INSERT_TASK_SQL, {
+        cursor.execute(insert_task_sql(), {
             "space": task.space_id, "title": task.title, "body": task.body,
             "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
             "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
         })
-        task.pk, task.number = cursor.fetchone()
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    task.pk, task.number = row
     task.created_at = task.updated_at = now
     task._state.adding = False
     task._state.db = connection.alias
+    return True
 
 
 @dataclass(frozen=True)
