@@ -14,8 +14,8 @@ here and nowhere else:
 
 A service that must commit part of its work first (create's reservation, SPEC §4.5)
 calls ``Attempt.commit_reservation``: the transaction commits there and the attempt
-goes on in a new one under the same lock. A crash between the two leaves a committed
-reservation naming the operation, which the retry takes over.
+goes on in a new one, which takes the same lock again before it writes. A crash between
+the two leaves a committed reservation naming the operation, which the retry takes over.
 """
 from __future__ import annotations
 
@@ -76,12 +76,23 @@ class Attempt:
     operation: Operation
 
     def commit_reservation(self) -> None:
-        """Commit what this attempt wrote so far and go on in a new transaction under the same
-        lock; raises ``AttemptOvertaken`` when another attempt holds or has settled the operation."""
+        """Commit what this attempt wrote so far (SPEC §4.5: the reservation commits before the
+        mutation); the attempt goes on in a new transaction, which must take the lock again
+        (``hold``, or the mutation statement itself: ``allocation.services.mutation_ctes``)."""
         connection.commit()
+
+    def hold(self) -> None:
+        """Take this attempt's lock again in its new transaction; raises ``AttemptOvertaken`` when
+        another attempt holds or has settled the operation."""
         locked, current = relock(self.operation)
         if not locked or current.state == OperationState.COMPLETED:
             raise AttemptOvertaken(current)
+
+    def lock_params(self) -> dict[str, Any]:
+        return {"lock_member": self.operation.member_id, "lock_key": self.operation.key}
+
+
+NO_LOCK = {"lock_member": None, "lock_key": None}
 
 
 def in_progress() -> errors.IdempotencyInProgress:

@@ -18,6 +18,7 @@ from allocation.binding import SlotScore, decide, normalize_title, tokens
 from allocation.catalog_index import catalog_index
 from allocation.conflict_keys import ConflictKey, task_target
 from allocation.db import insert_unless_conflict
+from allocation.first_touch import LOCK_KEY
 from allocation.models import (
     TASK_DELIVERY_MODES,
     ConflictKind,
@@ -275,11 +276,15 @@ def mutation_ctes() -> tuple[str, str]:
     a row only if it was still the intent's (so nothing is created by an intent whose reservation
     lapsed and was taken over), and ``occupied`` inserts the occupancy for the task that the
     ``created`` CTE yields (its ``id``). Parameters: reservation, space, kind, target,
-    delivery_mode, now. Column lists come from the models, so a new column cannot be missed.
+    delivery_mode, now, and the attempt's ``lock_params()`` (``runner.NO_LOCK`` outside one).
+    Column lists come from the models, so a new column cannot be missed.
     """
     quote = connection.ops.quote_name
-    taken = (f"taken AS (DELETE FROM {quote(Reservation._meta.db_table)} "
-             "WHERE id = %(reservation)s RETURNING id)")
+    # Under an idempotent attempt the same statement takes the attempt's lock again (its new
+    # transaction's first write); lock_member and lock_key are None outside one.
+    lock = LOCK_KEY.format(member="%(lock_member)s", key="%(lock_key)s")
+    taken = (f"taken AS (DELETE FROM {quote(Reservation._meta.db_table)} WHERE id = %(reservation)s "
+             f"AND (%(lock_key)s::text IS NULL OR pg_try_advisory_xact_lock({lock})) RETURNING id)")
     values = {"space": "%(space)s", "kind": "%(kind)s", "target": "%(target)s", "delivery_mode": "%(delivery_mode)s",
               "task": "created.id", "note": "NULL", "created_at": "%(now)s"}
     fields = [f for f in Occupancy._meta.concrete_fields if not f.primary_key]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
-from spaces.api.serializers import MAX_BODY, AuthorSerializer, StrictCharField
+from spaces.api.serializers import MAX_BODY, AuthorSerializer, FlatInputSerializer, StrictCharField
 from spaces.catalog import MAX_TITLE
 from tasks.models import Attempt, Check, Note, Notification, Task, TaskEvent, TaskStatus
 
@@ -71,7 +71,7 @@ class TaskSerializer(serializers.Serializer):
         }
 
 
-class TaskCreateSerializer(serializers.Serializer):
+class TaskCreateSerializer(FlatInputSerializer):
     title = StrictCharField(max_length=MAX_TITLE, trim_whitespace=False)
     body = StrictCharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
     delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
@@ -90,7 +90,7 @@ class TaskEventSerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "actor", "details", "created_at"]
 
 
-class NoteCreateSerializer(serializers.Serializer):
+class NoteCreateSerializer(FlatInputSerializer):
     criterion = serializers.IntegerField(allow_null=True, required=False, default=None, min_value=0, max_value=10**6)
     body = StrictCharField(max_length=MAX_BODY)
 
@@ -154,21 +154,21 @@ class TaskDetailSerializer(TaskSerializer):
         return ClaimSerializer([c for c in task.claims.all() if c.is_live], many=True).data
 
 
-class NextSerializer(serializers.Serializer):
+class NextSerializer(FlatInputSerializer):
     number = serializers.IntegerField(required=False, min_value=1)
     join = serializers.BooleanField(required=False, default=False)
     kind = serializers.ChoiceField(choices=["task", "check"], required=False, default="task")
 
 
-class DoneSerializer(serializers.Serializer):
+class DoneSerializer(FlatInputSerializer):
     post = serializers.IntegerField(min_value=1)
 
 
-class RejectSerializer(serializers.Serializer):
+class RejectSerializer(FlatInputSerializer):
     reason = StrictCharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
 
 
-class AssignSerializer(serializers.Serializer):
+class AssignSerializer(FlatInputSerializer):
     member = serializers.IntegerField(min_value=1)
 
 
@@ -191,10 +191,10 @@ class MarkReadSerializer(serializers.Serializer):
     ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, max_length=1000)
 
 
-class SupersedeSerializer(serializers.Serializer):
+class SupersedeSerializer(FlatInputSerializer):
     surviving_task = serializers.IntegerField(min_value=1)
     reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="allocation_duplicate")
 
 
-class CloseSerializer(serializers.Serializer):
+class CloseSerializer(FlatInputSerializer):
     reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="")

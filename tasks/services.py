@@ -19,7 +19,7 @@ from allocation import services as allocation
 from allocation.catalog_index import current_catalog_version
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode
-from allocation.runner import Attempt
+from allocation.runner import NO_LOCK, Attempt
 from spaces.errors import DomainError
 from spaces.models import Member, Space
 from tasks.lifecycle import check_task_usable
@@ -83,7 +83,7 @@ def create_task(
         payload_sha256=digest,
     )
     try:
-        created = insert_task_with_occupancy(task=task, reservation=reservation, key=key)
+        created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, attempt=attempt)
     except IntegrityError:
         # The occupancy constraint said no although the reservation was ours: a row written
         # around the allocator (see mutation_ctes). It stays the last word. (Inside an
@@ -97,6 +97,8 @@ def create_task(
         allocation.release_reservation(reservation)  # no phantom reservation
         raise
     if not created:
+        if attempt is not None:
+            attempt.hold()  # raises when another attempt of this operation took it over
         # Our reservation lapsed and another intent took it over: the key is its, or still being taken.
         occupancy = allocation.find_occupancy(space, key)
         if occupancy is not None:
@@ -141,9 +143,10 @@ def insert_task_sql() -> str:
     )
 
 
-def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey) -> bool:
+def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, attempt: Attempt | None = None) -> bool:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
-    False (nothing written) when the reservation was no longer this intent's."""
+    False (nothing written) when the reservation was no longer this intent's, or another
+    attempt of the operation holds its lock."""
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
     with connection.cursor() as cursor:
@@ -153,6 +156,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey) -> 
             "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
+            **(attempt.lock_params() if attempt else NO_LOCK),
         })
         row = cursor.fetchone()
     if row is None:
@@ -205,6 +209,7 @@ def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = No
     )
     if attempt is not None:
         attempt.commit_reservation()
+        attempt.hold()
     try:
         with transaction.atomic():
             note = Note.objects.create(space=space, task=task, author=actor, criterion=criterion, body=body, target=target)
