@@ -1,11 +1,63 @@
-"""Read-only views of reservations, occupancy, holds and operations, with *Expire now*."""
+"""Read-only views of reservations, occupancy, holds and operations, with *Expire now*; and the
+bind preview on a space's admin page (SPEC §5.3), which is allocation's."""
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from allocation import services
 from allocation.idempotency import expire_operations
-from allocation.models import Occupancy, Operation, Reservation, SlotHold
+from allocation.models import (
+    TASK_DELIVERY_MODE_CHOICES,
+    Occupancy,
+    Operation,
+    Reservation,
+    SlotHold,
+)
+from common.refusals import DomainError
+from spaces.admin import SpaceAdmin
+from spaces.models import Space
+
+
+class BindPreviewForm(forms.Form):
+    title = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 70, "autofocus": True}))
+    delivery_mode = forms.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, initial="result")
+
+
+admin.site.unregister(Space)
+
+
+@admin.register(Space)
+class SpaceWithBindPreviewAdmin(SpaceAdmin):
+    """The spaces app's page for a space, with allocation's bind preview beside it."""
+
+    list_display = [*SpaceAdmin.list_display, "bind_preview_link"]
+
+    @admin.display(description="bind preview")
+    def bind_preview_link(self, space: Space) -> str:
+        return format_html('<a href="{}">Preview a bind</a>', reverse("admin:spaces_space_bind", args=[space.pk]))
+
+    def get_urls(self):
+        return [path("<int:space_id>/bind/", self.admin_site.admin_view(self.bind_preview), name="spaces_space_bind")]\
+            + super().get_urls()
+
+    def bind_preview(self, request, space_id: int):
+        space = get_object_or_404(Space, pk=space_id)
+        form = BindPreviewForm(request.GET or None)
+        result = None
+        if form.is_valid():
+            try:
+                result = services.bind_title(space=space, title=form.cleaned_data["title"],
+                                             delivery_mode=form.cleaned_data["delivery_mode"])
+            except DomainError as error:
+                messages.error(request, error.detail)
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "space": space, "form": form,
+                   "result": result, "title": f"Bind preview: {space.slug}"}
+        return TemplateResponse(request, "admin/allocation/bind_preview.html", context)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

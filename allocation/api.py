@@ -59,7 +59,7 @@ class HoldDetailView(SpaceView):
 
     def delete(self, request: Request, slug: str, work_item_id: str) -> Response:
         if not services.release_slot(space=self.space, work_item_id=work_item_id):
-            from spaces.errors import NotFound
+            from common.refusals import NotFound
 
             raise NotFound(f"Slot {work_item_id} is not held.")
         return Response(status=status.HTTP_204_NO_CONTENT)

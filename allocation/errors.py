@@ -1,7 +1,7 @@
 """Allocation and idempotency refusals (SPEC §4, §7.1)."""
 from __future__ import annotations
 
-from spaces.errors import DomainError, IdempotencyKeyReused  # noqa: F401  (join uses it too)
+from common.refusals import DomainError, IdempotencyKeyReused
 
 RESERVED_RETRY_AFTER_MS = 200
 

@@ -25,7 +25,8 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from allocation.idempotency import first_touch_row
 from allocation.models import Operation
-from spaces.key_lookup import instance, key_columns, key_from_row, key_row_width, key_tables
+from common.rows import instance
+from spaces.key_lookup import key_columns, key_from_row, key_row_width, key_tables
 from spaces.models import ApiKey
 from spaces.services import hash_secret, split_key, verified_key
 

@@ -14,9 +14,9 @@ import json
 from django.http import HttpResponse
 
 from allocation.runner import Answer, Attempt, run_attempt
-from spaces.api.problems import PROBLEM_JSON, problem_response
+from common.problems import PROBLEM_JSON, problem_response
+from common.refusals import DomainError, InvalidRequest
 from spaces.auth import bearer_token, request_api_key
-from spaces.errors import DomainError, InvalidRequest
 
 MAX_KEY_LENGTH = 255
 REPLAYED_HEADERS = ("Retry-After", "Location")

@@ -17,7 +17,6 @@ from allocation import errors
 from allocation.binding import SlotScore, decide, normalize_title, tokens
 from allocation.catalog_index import catalog_index
 from allocation.conflict_keys import ConflictKey, task_target
-from allocation.db import insert_unless_conflict
 from allocation.first_touch import LOCK_KEY
 from allocation.models import (
     TASK_DELIVERY_MODES,
@@ -27,7 +26,8 @@ from allocation.models import (
     Reservation,
     SlotHold,
 )
-from spaces import errors as space_errors
+from common.refusals import InvalidRequest
+from common.sql import insert_unless_conflict
 from spaces.catalog import normalize_work_item_id
 from spaces.models import CharterItem, Member, Space
 
@@ -81,7 +81,7 @@ def bind_title(
 ) -> BindResult:
     """The bind decision and conflict key for a create intent; writes nothing."""
     if delivery_mode not in TASK_DELIVERY_MODES:
-        raise space_errors.InvalidRequest(
+        raise InvalidRequest(
             f"Unknown delivery mode {delivery_mode!r}.",
             fields={"delivery_mode": [f"One of: {', '.join(TASK_DELIVERY_MODES)}."]},
         )
@@ -90,7 +90,7 @@ def bind_title(
     scores = tuple(index.scores(tokens(title)))
     bound = explicit or decide(scores)
     if bound is None and not normalize_title(title):
-        raise space_errors.InvalidRequest(
+        raise InvalidRequest(
             "The title is empty after normalization, so no conflict key can be formed.",
             fields={"title": ["Must contain something besides white space."]},
         )

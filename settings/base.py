@@ -125,7 +125,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "spaces.api.problems.exception_handler",
+    "EXCEPTION_HANDLER": "common.problems.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 

@@ -38,7 +38,7 @@ def parse_database_url(url: str, *, conn_max_age: int) -> dict:
     host = query.pop("host", None) or parts.hostname or ""
     options = {**POSTGRES_DEFAULTS, **{name: _option(name, value) for name, value in query.items()}}
     return {
-        "ENGINE": "settings.postgresql",  # Django's, with a cheaper health check
+        "ENGINE": "common.postgresql",  # Django's, with a cheaper health check
         "NAME": unquote(parts.path.lstrip("/")) or "spaces",
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),

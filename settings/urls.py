@@ -15,15 +15,15 @@ urlpatterns = [
     path("v1/", include("tasks.urls")),
 ]
 
-handler400 = "spaces.api.problems.bad_request_view"
-handler403 = "spaces.api.problems.permission_denied_view"
-handler404 = "spaces.api.problems.not_found_view"
-handler500 = "spaces.api.problems.server_error_view"
+handler400 = "common.problems.bad_request_view"
+handler403 = "common.problems.permission_denied_view"
+handler404 = "common.problems.not_found_view"
+handler500 = "common.problems.server_error_view"
 
 # Unknown routes under /v1/ answer the JSON 404 in every mode (handler404 alone only
 # applies when DEBUG is off).
 from django.urls import re_path  # noqa: E402
 
-from spaces.api.problems import not_found_view  # noqa: E402
+from common.problems import not_found_view  # noqa: E402
 
 urlpatterns.append(re_path(r"^v1/", not_found_view))

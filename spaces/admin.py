@@ -1,20 +1,18 @@
 """Stewards' pages for spaces, the catalog, members and keys (SPEC §5.3).
 
-Every change goes through ``spaces.services`` (and the bind preview through
-``allocation.services``): the admin holds no rules of its own.
+Every change goes through ``spaces.services``: the admin holds no rules of its own. (The
+bind preview on a space's page is allocation's: ``allocation.admin``.)
 """
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
-from django.template.response import TemplateResponse
-from django.urls import path, reverse
 from django.utils.html import format_html
 
+from common.refusals import DomainError
 from spaces import services
 from spaces.catalog import normalize_work_item_id, parse_title_and_aliases
-from spaces.errors import DomainError
 from spaces.models import ApiKey, CharterItem, Member, Post, Space
 
 
@@ -62,15 +60,9 @@ class CharterItemInline(admin.TabularInline):
     ordering = ["position"]
 
 
-class BindPreviewForm(forms.Form):
-    title = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 70, "autofocus": True}))
-    delivery_mode = forms.ChoiceField(choices=[("result", "result"), ("repository_change", "repository_change"),
-                                               ("review", "review")], initial="result")
-
-
 @admin.register(Space)
 class SpaceAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "catalog_size", "task_claim_hours", "confirmations_required", "bind_preview_link"]
+    list_display = ["slug", "name", "catalog_size", "task_claim_hours", "confirmations_required"]
     search_fields = ["slug", "name"]
     inlines = [CharterItemInline]
     readonly_fields = ["catalog_version", "task_counter", "created_at"]
@@ -80,30 +72,6 @@ class SpaceAdmin(admin.ModelAdmin):
     @admin.display(description="catalog rows")
     def catalog_size(self, space: Space) -> int:
         return space.charter_items.count()
-
-    @admin.display(description="bind preview")
-    def bind_preview_link(self, space: Space) -> str:
-        return format_html('<a href="{}">Preview a bind</a>', reverse("admin:spaces_space_bind", args=[space.pk]))
-
-    def get_urls(self):
-        return [path("<int:space_id>/bind/", self.admin_site.admin_view(self.bind_preview), name="spaces_space_bind")]\
-            + super().get_urls()
-
-    def bind_preview(self, request, space_id: int):
-        from allocation.services import bind_title
-
-        space = Space.objects.get(pk=space_id)
-        form = BindPreviewForm(request.GET or None)
-        result = None
-        if form.is_valid():
-            try:
-                result = bind_title(space=space, title=form.cleaned_data["title"],
-                                    delivery_mode=form.cleaned_data["delivery_mode"])
-            except DomainError as error:
-                messages.error(request, error.detail)
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "space": space, "form": form,
-                   "result": result, "title": f"Bind preview: {space.slug}"}
-        return TemplateResponse(request, "admin/spaces/bind_preview.html", context)
 
     def save_model(self, request, obj: Space, form, change: bool) -> None:
         settings = {name: form.cleaned_data[name] for name in services.SPACE_SETTINGS if name in form.cleaned_data}

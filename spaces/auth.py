@@ -17,7 +17,7 @@ def bearer_token(header: str) -> str | None:
 def request_api_key(request) -> ApiKey | None:
     """The live key a Django request's ``Authorization: Bearer`` names, or None.
 
-    Looked up once a request: the idempotency middleware, the plain path and DRF's
+    Looked up once a request: the idempotency middleware and DRF's
     authentication all ask, and the answer is kept on the request.
     """
     if not hasattr(request, "spaces_api_key"):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from common.problems import problem_response
 from spaces import errors
-from spaces.api.problems import problem_response
 
 
 class RequestBodyLimitMiddleware:

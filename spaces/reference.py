@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from spaces.errors import REFUSALS
+from common.refusals import REFUSALS
 
 SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {}
 

@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
 from allocation import services as allocation
-from spaces.errors import DomainError
+from common.refusals import DomainError
 from spaces.services import steward_for_admin_user
 from tasks import errors, stewardship
 from tasks.models import Attempt, Check, Claim, Note, Task, TaskEvent, TaskStatus

@@ -12,10 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.problems import translate
+from common.refusals import DomainError, InvalidRequest, NotFound
 from spaces.api.pagination import IdCursorPagination
-from spaces.api.problems import translate
 from spaces.api.views import SpaceView
-from spaces.errors import DomainError, InvalidRequest, NotFound
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret, reissuer
 from spaces.selectors import as_int, get_member

@@ -127,7 +127,7 @@ def lock_attempt(*, task: Task, number: object) -> tuple[Task, Attempt]:
     check_task_live(task)
     attempt = Attempt.objects.select_related("post").filter(task=task, number=as_int(number)).first()
     if attempt is None:
-        from spaces.errors import NotFound
+        from common.refusals import NotFound
 
         raise NotFound(f"Task {task.number} has no attempt {number}.")
     return task, attempt

@@ -1,7 +1,7 @@
 """Task refusals (SPEC §4–§6)."""
 from __future__ import annotations
 
-from spaces.errors import DomainError
+from common.refusals import DomainError
 
 
 class TaskSuperseded(DomainError):

@@ -24,7 +24,7 @@ from allocation.models import (
     OperationState,
 )
 from allocation.settlement import Report, observe
-from spaces.errors import NotFound
+from common.refusals import NotFound
 from spaces.models import ApiKey, Member, Space
 from tasks import errors
 from tasks.models import (

@@ -15,9 +15,9 @@ from mcp_server.views import MCPServerStreamableHttpView
 
 from allocation import services as allocation
 from allocation.runner import Answer, Attempt, run_attempt
+from common.refusals import DomainError, Forbidden, InvalidRequest, Unauthenticated
 from spaces import services as space_services
 from spaces.auth import ApiKeyAuthentication, bearer_token
-from spaces.errors import DomainError, Forbidden, InvalidRequest, Unauthenticated
 from spaces.models import ROLE_RANK, Role
 from spaces.permissions import IsMember
 from spaces.reference import build_reference

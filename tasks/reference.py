@@ -1,7 +1,7 @@
 """The ``tasks`` section of GET /v1/reference, built from the settings and refusals the code uses."""
 from __future__ import annotations
 
-from spaces.errors import REFUSALS
+from common.refusals import REFUSALS
 from spaces.models import Space
 from spaces.reference import register_section
 from tasks.models import (

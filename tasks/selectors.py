@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from spaces import errors
+from common import refusals as errors
 from spaces.models import Space
 from spaces.selectors import as_int
 from tasks.models import Task, TaskStatus

@@ -20,7 +20,7 @@ from allocation.catalog_index import current_catalog_version
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode
 from allocation.runner import NO_LOCK, Attempt
-from spaces.errors import DomainError
+from common.refusals import DomainError
 from spaces.models import Member, Space
 from tasks.lifecycle import check_task_usable
 from tasks.models import EventKind, Note, Task, TaskEvent, TaskStatus

@@ -9,7 +9,7 @@ def parse(url: str) -> dict:
 
 def test_postgres_prepares_hot_statements_by_default():
     db = parse("postgres://app:s%40cret@db.internal:6543/spaces")
-    assert db["ENGINE"] == "settings.postgresql"
+    assert db["ENGINE"] == "common.postgresql"
     assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == (
         "app", "s@cret", "db.internal", "6543", "spaces")
     assert db["OPTIONS"] == {"server_side_binding": True, "prepare_threshold": 5}

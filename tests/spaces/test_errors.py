@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from spaces.errors import REFUSALS
+from common.refusals import REFUSALS
 
 TASKS = "/v1/spaces/agent-lab/tasks"
 

@@ -18,8 +18,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from common.refusals import DomainError
 from spaces import services as space_services
-from spaces.errors import DomainError
 from tasks import attempts, claims
 from tasks.models import Attempt, AttemptState, Check, Claim, Task, TaskStatus
 from tasks.services import create_task

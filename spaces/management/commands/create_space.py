@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from common.refusals import DomainError
 from spaces import services
 from spaces.catalog_files import CatalogFileError, read_catalog_file
-from spaces.errors import DomainError
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from common.refusals import DomainError
 from spaces import services
-from spaces.errors import DomainError
 from spaces.models import Role, Space
 
 

@@ -13,7 +13,7 @@ from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 
-from spaces import errors
+from common import refusals as errors
 
 PROBLEM_JSON = "application/problem+json"
 logger = logging.getLogger("spaces.errors")

@@ -1,9 +1,7 @@
-"""One SQL helper the hot paths share: insert a row unless a unique constraint already holds it."""
+"""One SQL helper the apps share: insert a row unless a unique constraint already holds it."""
 from __future__ import annotations
 
-
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
-
 
 
 def insert_unless_conflict(
