@@ -27,7 +27,7 @@ from allocation.models import (
     SlotHold,
 )
 from common.refusals import InvalidRequest
-from common.sql import insert_unless_conflict
+from common.sql import insert_select, insert_unless_conflict
 from spaces.catalog import normalize_work_item_id
 from spaces.models import CharterItem, Member, Space
 
@@ -203,37 +203,42 @@ def reserve_over_reservation(
 # reservation table is UNLOGGED, and what else that transaction may hold (an attempt's
 # first touch, an earlier proposal of a window) is answered only by a later transaction
 # that commits an operation's answer or a task synchronously, and so flushes it too.
-RESERVE_SQL = """
-WITH not_durable AS MATERIALIZED (
-    SELECT set_config('synchronous_commit', 'off', true)
-), held AS (
-    SELECT 1 FROM allocation_slothold WHERE space_id = %(space)s AND work_item_id = %(work_item_id)s AND {with_hold}
-), occupant AS (
-    SELECT o.task_id, o.note_id, t.number, t.status FROM allocation_occupancy o
-    LEFT JOIN tasks_task t ON t.id = o.task_id
-    WHERE o.space_id = %(space)s AND o.kind = %(kind)s AND o.target = %(target)s
-      AND o.delivery_mode = %(delivery_mode)s
-), inserted AS (
-    INSERT INTO allocation_reservation (space_id, kind, target, delivery_mode, received_seq, payload_sha256,
-                                        member_id, operation_id, created_at, expires_at)
-    SELECT %(space)s, %(kind)s, %(target)s, %(delivery_mode)s, {next_received_seq},
-           %(payload_sha256)s, %(member)s, %(operation)s, %(now)s, %(expires_at)s
-    WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM occupant)
-      AND EXISTS (SELECT 1 FROM not_durable)
-    ON CONFLICT (space_id, kind, target, delivery_mode) DO NOTHING
-    RETURNING id, received_seq
-)
-SELECT 'reserved', id, received_seq, NULL::bigint, NULL::varchar FROM inserted
-UNION ALL SELECT 'held', NULL, NULL, NULL, NULL FROM held
-UNION ALL SELECT 'occupied', task_id, note_id, number, status FROM occupant
-"""
+# No task winner to name: what `reserve` joins when its caller names none (notes name their note).
+NO_TASK_WINNER = "SELECT NULL::integer AS number, NULL::varchar AS status"
+
+
+@cache
+def reserve_sql(with_hold: bool, task_winner_sql: str) -> str:
+    """Built once per shape. ``task_winner_sql`` is the caller's: a query over the occupancy row
+    ``o`` that yields the occupying task's ``number`` and ``status`` (the app that owns tasks
+    knows its table; ``tasks.selectors.TASK_WINNER_SQL``)."""
+    quote = connection.ops.quote_name
+    values = {"space": "%(space)s", "kind": "%(kind)s", "target": "%(target)s", "delivery_mode": "%(delivery_mode)s",
+              "received_seq": NEXT_RECEIVED_SEQ, "payload_sha256": "%(payload_sha256)s", "member": "%(member)s",
+              "operation": "%(operation)s", "created_at": "%(now)s", "expires_at": "%(expires_at)s"}
+    return (
+        "WITH not_durable AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), "
+        f"held AS (SELECT 1 FROM {quote(SlotHold._meta.db_table)} WHERE space_id = %(space)s "
+        f"AND work_item_id = %(work_item_id)s AND {'true' if with_hold else 'false'}), "
+        f"occupant AS (SELECT o.task_id, o.note_id, w.number, w.status FROM {quote(Occupancy._meta.db_table)} o "
+        f"LEFT JOIN LATERAL ({task_winner_sql}) w ON true "
+        "WHERE o.space_id = %(space)s AND o.kind = %(kind)s AND o.target = %(target)s "
+        "AND o.delivery_mode = %(delivery_mode)s), "
+        f"inserted AS ({insert_select(Reservation, values)} "
+        "WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM occupant) "
+        "AND EXISTS (SELECT 1 FROM not_durable) "
+        "ON CONFLICT (space_id, kind, target, delivery_mode) DO NOTHING RETURNING id, received_seq) "
+        "SELECT 'reserved', id, received_seq, NULL::bigint, NULL::varchar FROM inserted "
+        "UNION ALL SELECT 'held', NULL, NULL, NULL, NULL FROM held "
+        "UNION ALL SELECT 'occupied', task_id, note_id, number, status FROM occupant"
+    )
 
 
 def reserve(
     *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, work_item_id: str | None = None,
-    operation: Operation | None = None,
+    operation: Operation | None = None, task_winner_sql: str = NO_TASK_WINNER,
 ) -> Reservation:
-    """Steps 2–4 of SPEC §4.5 in one statement (RESERVE_SQL); raises the 409 that applies.
+    """Steps 2–4 of SPEC §4.5 in one statement (``reserve_sql``); raises the 409 that applies.
 
     Only when another intent's reservation holds the key does it take that reservation's
     row lock: a stale reservation (past ``expires_at``) is taken over, so a crashed
@@ -244,10 +249,8 @@ def reserve(
     now = timezone.now()
     fields = reservation_fields(space=space, member=member, payload_sha256=payload_sha256,
                                 operation=operation, now=now)
-    sql = RESERVE_SQL.format(with_hold="true" if work_item_id is not None else "false",
-                             next_received_seq=NEXT_RECEIVED_SEQ)
     with connection.cursor() as cursor:
-        cursor.execute(sql, {
+        cursor.execute(reserve_sql(work_item_id is not None, task_winner_sql), {
             "space": space.pk, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode,
             "work_item_id": work_item_id or "", "payload_sha256": payload_sha256, "member": member.pk,
             "operation": operation.pk if operation else None, "now": now, "expires_at": fields["expires_at"],
@@ -287,10 +290,7 @@ def mutation_ctes() -> tuple[str, str]:
              f"AND (%(lock_key)s::text IS NULL OR pg_try_advisory_xact_lock({lock})) RETURNING id)")
     values = {"space": "%(space)s", "kind": "%(kind)s", "target": "%(target)s", "delivery_mode": "%(delivery_mode)s",
               "task": "created.id", "note": "NULL", "created_at": "%(now)s"}
-    fields = [f for f in Occupancy._meta.concrete_fields if not f.primary_key]
-    occupied = (f"occupied AS (INSERT INTO {quote(Occupancy._meta.db_table)} "
-                f"({', '.join(quote(f.column) for f in fields)}) "
-                f"SELECT {', '.join(values[f.name] for f in fields)} FROM created)")
+    occupied = f"occupied AS ({insert_select(Occupancy, values)} FROM created)"
     return taken, occupied
 
 

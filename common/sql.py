@@ -1,4 +1,5 @@
-"""One SQL helper the apps share: insert a row unless a unique constraint already holds it."""
+"""SQL helpers the apps share: an insert built from a model's metadata, and an insert unless a
+unique constraint already holds the row."""
 from __future__ import annotations
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
@@ -49,3 +50,16 @@ def insert_unless_conflict(
     instance._state.adding = False
     instance._state.db = connection.alias
     return True
+
+
+def insert_select(model: type[models.Model], values: dict[str, str]) -> str:
+    """``INSERT INTO table (every column but the key) SELECT …`` with one SQL expression per
+    field name, for hand-written statements: the column list comes from the model, so a new
+    column without an expression fails here, in every test, rather than in production."""
+    quote = connection.ops.quote_name
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    missing = [f.name for f in fields if f.name not in values]
+    if missing:
+        raise KeyError(f"{model.__name__}: no SQL value for {', '.join(missing)}")
+    return (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"SELECT {', '.join(values[f.name] for f in fields)}")

@@ -17,6 +17,7 @@ from functools import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from common.sql import insert_select
 from spaces.models import Member, Space
 from tasks import errors
 from tasks.lifecycle import (
@@ -33,6 +34,7 @@ from tasks.models import (
     EventKind,
     NotificationKind,
     Task,
+    TaskEvent,
     TaskStatus,
 )
 from tasks.selectors import get_task
@@ -62,39 +64,35 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
     return claim
 
 
-# Plain `next` as one statement: pick the lowest open task with SKIP LOCKED,
-# mark it claimed, insert the claim and its event. An open task has no live claim and no
-# waiting attempt, so "claimed" is exactly what recompute_status would say.
-CLAIM_NEXT_SQL = """
-WITH picked AS (
-    SELECT id FROM tasks_task WHERE space_id = %(space)s AND status = 'open'
-    ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE tasks_task AS t SET status = 'claimed', updated_at = %(now)s FROM picked WHERE t.id = picked.id
-    RETURNING t.*
-), claim AS (
-    INSERT INTO tasks_claim (space_id, task_id, member_id, cycle, origin, created_at, expires_at, ended_at, end_reason)
-    SELECT %(space)s, id, %(member)s, cycle, 'next', %(now)s, %(expires)s, NULL, '' FROM claimed
-    RETURNING id, task_id, cycle
-), event AS (
-    INSERT INTO tasks_taskevent (space_id, task_id, kind, actor_id, details, created_at)
-    SELECT %(space)s, task_id, 'claimed', %(member)s,
-           jsonb_build_object('member', %(member)s, 'claim', id, 'expires_at', %(expires_iso)s::text, 'cycle', cycle),
-           %(now)s
-    FROM claim
-)
-SELECT claim.id, creator.name, {task_columns} FROM claim JOIN claimed ON claimed.id = claim.task_id
-LEFT JOIN spaces_member AS creator ON creator.id = claimed.creator_id
-"""
-
-
+# `next {}` as one statement: pick the lowest open task with SKIP LOCKED, mark it claimed,
+# insert the claim and its event. An open task has no live claim and no waiting attempt, so
+# "claimed" is exactly what recompute_status would say. Column lists come from the models.
 @cache
 def claim_next_sql() -> tuple[str, list[str]]:
-    """The statement with the task's columns in model order, and their attribute names:
+    """The statement, and the task's attribute names in the order it returns the task's columns:
     built once, so each call hands the row straight to ``Task.from_db``."""
+    quote = connection.ops.quote_name
+    task_table = quote(Task._meta.db_table)
+    claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
+                    "origin": f"'{ClaimOrigin.NEXT.value}'", "created_at": "%(now)s", "expires_at": "%(expires)s",
+                    "ended_at": "NULL", "end_reason": "''"}
+    event_values = {"space": "%(space)s", "task": "task_id", "kind": f"'{EventKind.CLAIMED.value}'",
+                    "actor": "%(member)s", "created_at": "%(now)s",
+                    "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
+                               "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
     fields = Task._meta.concrete_fields
-    columns = ", ".join(f"claimed.{connection.ops.quote_name(f.column)}" for f in fields)
-    return CLAIM_NEXT_SQL.replace("{task_columns}", columns), [f.attname for f in fields]
+    sql = (
+        f"WITH picked AS (SELECT id FROM {task_table} WHERE space_id = %(space)s "
+        f"AND status = '{TaskStatus.OPEN.value}' ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED), "
+        f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
+        "FROM picked WHERE t.id = picked.id RETURNING t.*), "
+        f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
+        f"event AS ({insert_select(TaskEvent, event_values)} FROM claim) "
+        f"SELECT claim.id, creator.name, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
+        "FROM claim JOIN claimed ON claimed.id = claim.task_id "
+        f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
+    )
+    return sql, [f.attname for f in fields]
 
 
 @cache

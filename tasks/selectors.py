@@ -24,3 +24,8 @@ def list_tasks(*, space: Space, include_superseded: bool) -> QuerySet[Task]:
     if not include_superseded:
         tasks = tasks.exclude(status=TaskStatus.SUPERSEDED)
     return tasks
+
+
+# The occupying task a 409 names (number and status), for allocation's reserve statement,
+# which reads the occupancy row as ``o``.
+TASK_WINNER_SQL = "SELECT number, status FROM tasks_task WHERE id = o.task_id"

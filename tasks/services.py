@@ -21,9 +21,11 @@ from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode
 from allocation.runner import NO_LOCK, Attempt
 from common.refusals import DomainError
+from common.sql import insert_select
 from spaces.models import Member, Space
 from tasks.lifecycle import check_task_usable
 from tasks.models import EventKind, Note, Task, TaskEvent, TaskStatus
+from tasks.selectors import TASK_WINNER_SQL
 
 
 def record_event(*, task: Task, kind: str, actor: Member | None, **details: Any) -> TaskEvent:
@@ -66,6 +68,7 @@ def create_task(
         payload_sha256=digest,
         work_item_id=bound.work_item_id,
         operation=attempt.operation if attempt else None,
+        task_winner_sql=TASK_WINNER_SQL,
     )
     if attempt is not None:
         attempt.commit_reservation()
@@ -127,18 +130,13 @@ def insert_task_sql() -> str:
     event_values = {"space": "%(space)s", "task": "created.id", "kind": f"'{EventKind.CREATED.value}'",
                     "actor": "%(creator)s", "details": "%(details)s::jsonb", "created_at": "%(now)s"}
 
-    def insert(model, values: dict[str, str]) -> str:
-        fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-        return (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-                f"SELECT {', '.join(values[f.name] for f in fields)}")
-
     return (
         f"WITH {taken}, "
         f"numbered AS (UPDATE {quote(Space._meta.db_table)} SET task_counter = task_counter + 1 "
         "WHERE id = %(space)s AND EXISTS (SELECT 1 FROM taken) RETURNING task_counter), "
-        f"created AS ({insert(Task, task_values)} FROM numbered RETURNING id, number), "
+        f"created AS ({insert_select(Task, task_values)} FROM numbered RETURNING id, number), "
         f"{occupied}, "
-        f"event AS ({insert(TaskEvent, event_values)} FROM created) "
+        f"event AS ({insert_select(TaskEvent, event_values)} FROM created) "
         "SELECT id, number FROM created"
     )
 

@@ -37,3 +37,36 @@ def test_a_socket_folder_is_a_host():
 def test_other_databases_are_refused(url):
     with pytest.raises(ValueError, match="PostgreSQL only"):
         parse(url)
+
+
+def test_without_database_url_the_running_embedded_server_is_used_else_it_says_how_to_start_one(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from settings import base, embedded_postgres
+
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setattr(embedded_postgres, "running_url", lambda name: None)
+    with pytest.raises(ImproperlyConfigured, match="bin/run"):
+        base.database_url()
+    monkeypatch.setattr(embedded_postgres, "running_url",
+                        lambda name: f"postgres://postgres@/spaces?host=/srv/.postgres/{name}")
+    assert base.database_url() == "postgres://postgres@/spaces?host=/srv/.postgres/run"
+    monkeypatch.setenv("DATABASE_URL", "postgres://app@db/spaces")
+    assert base.database_url() == "postgres://app@db/spaces"
+
+
+def test_the_embedded_server_reads_its_socket_from_its_pid_file(tmp_path, monkeypatch):
+    import os
+
+    from settings import embedded_postgres
+
+    monkeypatch.setattr(embedded_postgres, "ROOT", tmp_path)
+    assert embedded_postgres.running_url("run") is None
+    (tmp_path / "run").mkdir()
+    pid_file = tmp_path / "run" / "postmaster.pid"
+    pid_file.write_text(f"{os.getpid()}\n/x\n0\n5432\n{tmp_path}/run\n\n1 2\nready\n")
+    assert embedded_postgres.running_url("run") == f"postgres://postgres@/spaces?host={tmp_path}/run"
+    pid_file.write_text(f"{os.getpid()}\n/x\n0\n5432\n{tmp_path}/run\n\n1 2\nstarting\n")
+    assert embedded_postgres.running_url("run") is None
+    with pytest.raises(ValueError):
+        embedded_postgres.data_dir("../elsewhere")
