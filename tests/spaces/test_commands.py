@@ -20,7 +20,7 @@ def run(*args) -> str:
     return out.getvalue()
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # commands commit for real
 def test_create_space_with_catalog():
     output = run("create_space", "lab", "--name", "Lab", "--catalog", str(FIXTURE))
     assert "Imported 3 catalog rows" in output
@@ -28,14 +28,14 @@ def test_create_space_with_catalog():
     assert space.name == "Lab" and space.charter_items.count() == 3
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # commands commit for real
 def test_create_space_refuses_a_duplicate_slug():
     run("create_space", "lab", "--name", "Lab")
     with pytest.raises(CommandError, match="already exists"):
         run("create_space", "lab", "--name", "Lab")
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # commands commit for real
 def test_import_catalog_upserts_by_id(tmp_path):
     run("create_space", "lab", "--name", "Lab", "--catalog", str(FIXTURE))
     path = tmp_path / "rows.json"
@@ -49,7 +49,7 @@ def test_import_catalog_upserts_by_id(tmp_path):
     assert items["T1"].canonical_title == "Renamed" and items["T9"].aliases == ["fresh"]
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # commands commit for real
 @pytest.mark.parametrize(
     "content, message",
     [("not json", "not a JSON file"), ('{"rows": []}', "expected a list"),
@@ -65,7 +65,7 @@ def test_import_catalog_reports_bad_files(tmp_path, content, message):
         run("import_catalog", "nope", str(path))
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # commands commit for real
 def test_import_catalog_takes_100000_rows_well_under_a_minute(tmp_path):
     run("create_space", "big", "--name", "Big")
     path = tmp_path / "big.json"
@@ -80,7 +80,7 @@ def test_import_catalog_takes_100000_rows_well_under_a_minute(tmp_path):
     print(f"imported 100,000 rows in {elapsed:.1f} s")  # reported, not asserted: timings never fail tests
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # commands commit for real
 def test_issue_key_prints_the_key_alone_on_the_last_line():
     run("create_space", "lab", "--name", "Lab")
     output = run("issue_key", "lab", "--role", "writer", "--name", "bot")
@@ -89,7 +89,7 @@ def test_issue_key_prints_the_key_alone_on_the_last_line():
     assert api_key is not None and api_key.member.name == "bot" and api_key.member.role == "writer"
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # commands commit for real
 def test_load_demo_builds_agent_lab_with_a_steward_key():
     output = run("load_demo")
     key = authenticate_key(output.strip().splitlines()[-1])
