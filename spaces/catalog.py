@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-WORK_ITEM_ID = re.compile(r"^T(\d+)$")
+WORK_ITEM_ID = re.compile(r"^T([0-9]+)$")  # ASCII digits only: int() would read other scripts' digits
+MAX_SLOT_DIGITS = 9  # SPEC §3: a slot id is at most T + 9 digits
 MAX_ALIASES = 50
 MAX_TITLE = 500
 
@@ -12,14 +13,18 @@ MAX_TITLE = 500
 def normalize_work_item_id(raw: str) -> str | None:
     """SPEC §4.3.1: trim, upper-case, ``T`` + digits, leading zeros dropped (``t01`` → ``T1``).
 
-    Returns None when ``raw`` is not of that form.
+    Returns None when ``raw`` is not of that form, or has more than 9 digits once the leading
+    zeros are dropped (SPEC §3).
     """
-    if not isinstance(raw, str):
+    if not isinstance(raw, str) or len(raw) > 64:
         return None
     match = WORK_ITEM_ID.match(raw.strip().upper())
     if match is None:
         return None
-    return f"T{int(match.group(1))}"
+    digits = match.group(1).lstrip("0") or "0"
+    if len(digits) > MAX_SLOT_DIGITS:
+        return None
+    return f"T{digits}"
 
 
 def work_item_sort_key(work_item_id: str) -> int:

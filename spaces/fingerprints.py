@@ -9,4 +9,6 @@ from typing import Any
 def request_fingerprint(method: str, path: str, body: Any) -> str:
     """SHA-256 of method, path and the canonical JSON body."""
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(f"{method.upper()}\n{path}\n{canonical}".encode()).hexdigest()
+    # surrogatepass: a lone surrogate ("\ud800", valid JSON) still fingerprints; the request's
+    # own validation refuses it afterwards.
+    return hashlib.sha256(f"{method.upper()}\n{path}\n{canonical}".encode("utf-8", "surrogatepass")).hexdigest()

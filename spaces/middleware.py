@@ -1,10 +1,43 @@
-"""Refuse request bodies over 1 MiB before anything reads them (SPEC §3)."""
+"""What every API request must be before anything reads it (SPEC §3): at most 1 MiB of body
+however it is sent (chunked included), JSON nested at most 64 levels deep, and no NUL in
+its path or query. Each breach is a clear 4xx, never a 500."""
 from __future__ import annotations
 
+import io
+
 from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
 
 from common.problems import problem_response
-from spaces import errors
+from common.refusals import InvalidRequest, MalformedJson, NotFound, PayloadTooLarge
+
+MAX_JSON_DEPTH = 64
+GUARDED = ("/v1/", "/mcp")
+
+
+def json_depth_exceeds(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``body`` opens more than ``limit`` arrays or objects inside each other, counted
+    outside strings. A cheap scan before parsing: Python's parser would recurse to its limit."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False  # too few openers to nest that deep: no scan needed
+    depth, in_string, escaped = 0, False, False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return False
 
 
 class RequestBodyLimitMiddleware:
@@ -12,12 +45,28 @@ class RequestBodyLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        if not request.path.startswith(GUARDED):
+            return self.get_response(request)
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if "\x00" in request.path:
+            return problem_response(NotFound("No such route. The API lives under /v1/; see /v1/docs."))
+        if any("\x00" in name or any("\x00" in value for value in values) for name, values in request.GET.lists()):
+            return problem_response(InvalidRequest("The query string holds a NUL character.",
+                                                   fields={"query": ["No NUL characters."]}))
+        if request.META.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked" and not request.META.get("CONTENT_LENGTH"):
+            # The server hands a chunked body over without a length, which Django reads as empty:
+            # read what arrives, up to the limit, and let everything after read that.
+            data = request.META["wsgi.input"].read(limit + 1)
+            if len(data) > limit:
+                return problem_response(PayloadTooLarge(f"The body has more than {limit} bytes; the limit is {limit}."))
+            request._stream = LimitedStream(io.BytesIO(data), len(data))
+            request.META["CONTENT_LENGTH"] = str(len(data))
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE and request.path.startswith("/v1/"):
-            return problem_response(
-                errors.PayloadTooLarge(f"The body has {length} bytes; the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE}.")
-            )
+        if length > limit:
+            return problem_response(PayloadTooLarge(f"The body has {length} bytes; the limit is {limit}."))
+        if length and request.method in ("POST", "PUT", "PATCH") and json_depth_exceeds(request.body):
+            return problem_response(MalformedJson(f"The body nests JSON more than {MAX_JSON_DEPTH} levels deep."))
         return self.get_response(request)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import string
 from dataclasses import dataclass
@@ -19,7 +20,16 @@ from spaces import errors
 from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_key
 from spaces.fingerprints import request_fingerprint
 from spaces.key_lookup import key_by_prefix
-from spaces.models import ApiKey, CharterItem, JoinLink, JoinRedemption, Member, Post, Role, Space
+from spaces.models import (
+    ApiKey,
+    CharterItem,
+    JoinLink,
+    JoinRedemption,
+    Member,
+    Post,
+    Role,
+    Space,
+)
 
 KEY_PREFIX_ALPHABET = string.ascii_lowercase + string.digits
 KEY_PREFIX_LENGTH = 12
@@ -48,12 +58,18 @@ def split_key(raw: str) -> tuple[str, str] | None:
     return prefix, secret
 
 
-def issue_key(*, member: Member, expires_at: datetime | None = None) -> tuple[ApiKey, str]:
+def issue_key(*, member: Member, expires_at: datetime | None = None,
+              asked_by: ApiKey | None = None) -> tuple[ApiKey, str]:
     """Create a live key for ``member``; returns the row and the raw key (shown once).
+
+    A key issued at the request of a key that expires expires no later than that key (a
+    key cannot outlive itself by minting another).
 
     A member holds at most two live keys (rotation): issuing a third revokes the oldest.
     The new key's binding generation is above every earlier key's (SPEC §2).
     """
+    if asked_by is not None and asked_by.expires_at is not None:
+        expires_at = asked_by.expires_at if expires_at is None else min(expires_at, asked_by.expires_at)
     with transaction.atomic():
         # Lock the member row so two concurrent issues cannot both see one live key.
         member = Member.objects.select_for_update().get(pk=member.pk)
@@ -141,7 +157,16 @@ SPACE_SETTINGS = (
 )
 
 
+SLUG = re.compile(r"^[a-z0-9-]{1,64}$")  # SPEC §3
+
+
 def create_space(*, slug: str, name: str) -> Space:
+    if not isinstance(slug, str) or not SLUG.match(slug):
+        raise errors.InvalidRequest(f"{slug!r} is not a slug: 1 to 64 characters of a-z, 0-9 and -.",
+                                    fields={"slug": ["1 to 64 characters of a-z, 0-9 and -."]})
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise errors.InvalidRequest("A space needs a name of 1 to 200 characters.",
+                                    fields={"name": ["1 to 200 characters."]})
     try:
         with transaction.atomic():
             return Space.objects.create(slug=slug, name=name)
@@ -212,6 +237,9 @@ def create_join_link(
 ) -> tuple[JoinLink, str]:
     if role not in Role.values:
         raise errors.RoleInvalid(f"Role {role!r} is not one of {', '.join(Role.values)}.")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise errors.InvalidRequest("A join link's expiry must be in the future.",
+                                    fields={"expires_at": ["Must be in the future."]})
     token = secrets.token_urlsafe(24)
     link = JoinLink.objects.create(
         space=space, token_hash=hash_secret(token), role=role, expires_at=expires_at, max_uses=max_uses, created_by=actor

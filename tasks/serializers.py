@@ -4,7 +4,12 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
-from spaces.api.serializers import MAX_BODY, AuthorSerializer, FlatInputSerializer, StrictCharField
+from spaces.api.serializers import (
+    MAX_BODY,
+    AuthorSerializer,
+    FlatInputSerializer,
+    StrictCharField,
+)
 from spaces.catalog import MAX_TITLE
 from tasks.models import Attempt, Check, Note, Notification, Task, TaskEvent, TaskStatus
 
@@ -73,7 +78,7 @@ class TaskSerializer(serializers.Serializer):
 
 class TaskCreateSerializer(FlatInputSerializer):
     title = StrictCharField(max_length=MAX_TITLE, trim_whitespace=False)
-    body = StrictCharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
+    body = StrictCharField(max_bytes=MAX_BODY, required=False, allow_blank=True, default="")
     delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
     work_item_id = StrictCharField(max_length=32, required=False, allow_null=True, default=None)
 
@@ -92,7 +97,7 @@ class TaskEventSerializer(serializers.ModelSerializer):
 
 class NoteCreateSerializer(FlatInputSerializer):
     criterion = serializers.IntegerField(allow_null=True, required=False, default=None, min_value=0, max_value=10**6)
-    body = StrictCharField(max_length=MAX_BODY)
+    body = StrictCharField(max_bytes=MAX_BODY)
 
 
 class NoteSerializer(serializers.ModelSerializer):
@@ -165,7 +170,7 @@ class DoneSerializer(FlatInputSerializer):
 
 
 class RejectSerializer(FlatInputSerializer):
-    reason = StrictCharField(max_length=MAX_BODY, required=False, allow_blank=True, default="")
+    reason = StrictCharField(max_bytes=MAX_BODY, required=False, allow_blank=True, default="")
 
 
 class AssignSerializer(FlatInputSerializer):

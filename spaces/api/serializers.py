@@ -30,14 +30,31 @@ class FlatInputSerializer(serializers.Serializer):
 
 
 class StrictCharField(serializers.CharField):
-    """A string field that refuses numbers and booleans instead of quietly converting them."""
+    """A string field that refuses numbers and booleans instead of quietly converting them, and
+    text that is not valid Unicode (a lone surrogate); ``max_bytes`` limits its UTF-8 length
+    (SPEC §3 counts bodies in bytes)."""
 
-    default_error_messages = {"invalid": "Must be a string."}
+    default_error_messages = {
+        "invalid": "Must be a string.",
+        "surrogate": "Must be valid Unicode text (it holds a lone surrogate).",
+        "max_bytes": "Ensure this field has no more than {max_bytes} bytes in UTF-8.",
+    }
+
+    def __init__(self, *, max_bytes: int | None = None, **kwargs) -> None:
+        self.max_bytes = max_bytes
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
-        return super().to_internal_value(data)
+        value = super().to_internal_value(data)
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError:
+            self.fail("surrogate")
+        if self.max_bytes is not None and size > self.max_bytes:
+            self.fail("max_bytes", max_bytes=self.max_bytes)
+        return value
 
 
 class SpaceSerializer(serializers.ModelSerializer):
@@ -142,4 +159,4 @@ class PostSerializer(serializers.ModelSerializer):
 
 class PostCreateSerializer(serializers.Serializer):
     title = StrictCharField(max_length=MAX_TITLE, required=False, allow_blank=True, default="")
-    body = StrictCharField(max_length=MAX_BODY)
+    body = StrictCharField(max_bytes=MAX_BODY)

@@ -14,9 +14,9 @@ from spaces import errors, selectors, services
 from spaces.api import serializers as s
 from spaces.api.pagination import IdCursorPagination, PositionCursorPagination
 from spaces.catalog import normalize_work_item_id
-from spaces.secrets import SecretAnswer, mark_secret, reissuer
 from spaces.models import ApiKey, CharterItem, Member, Role
 from spaces.reference import SECTIONS, build_reference
+from spaces.secrets import SecretAnswer, mark_secret, reissuer
 
 READ, WRITE, STEWARD = Role.READER, Role.WRITER, Role.STEWARD
 
@@ -147,7 +147,7 @@ class MemberKeysView(SpaceView):
         if member.pk != self.member.pk and self.member.role != STEWARD:
             raise errors.Forbidden("Only a steward issues keys for another member.")
         data = self.validated(s.IssueKeySerializer)
-        key, raw = services.issue_key(member=member, expires_at=data.get("expires_at"))
+        key, raw = services.issue_key(member=member, expires_at=data.get("expires_at"), asked_by=request.auth)
         return mark_secret(Response(issued_key_body(key, raw), status=status.HTTP_201_CREATED),
                            SecretAnswer("api_key", ("key",), {"prefix": key.prefix}))
 

@@ -39,8 +39,11 @@ def test_a_used_up_link_is_refused(steward, anonymous):
 
 
 def test_an_expired_or_deleted_link_is_refused(steward, anonymous):
-    past = (timezone.now() - timedelta(minutes=1)).isoformat()
-    token = steward.api.post(f"{S}/join-links", {"role": "reader", "expires_at": past}).json()["token"]
+    from spaces.models import JoinLink
+
+    soon = (timezone.now() + timedelta(minutes=1)).isoformat()
+    token = steward.api.post(f"{S}/join-links", {"role": "reader", "expires_at": soon}).json()["token"]
+    JoinLink.objects.update(expires_at=timezone.now() - timedelta(seconds=1))  # the minute passed
     assert anonymous.post("/v1/join", {"link": token}).json()["error"] == "join_link_invalid"
     created = steward.api.post(f"{S}/join-links", {"role": "reader"}).json()
     assert steward.api.delete(f"{S}/join-links/{created['id']}").status_code == 204
