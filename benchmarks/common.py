@@ -72,6 +72,7 @@ def autovacuum_note(url: str) -> str:
 def setup_django(url: str, conn_max_age: int = 600) -> None:
     os.environ["DATABASE_URL"] = url
     os.environ["DJANGO_SETTINGS_MODULE"] = "settings.base"
+    os.environ.setdefault("DJANGO_DEBUG", "1")  # only this process's set-up; the servers run with debug off
     os.environ["DJANGO_CONN_MAX_AGE"] = str(conn_max_age)
     sys.path.insert(0, str(ROOT))
     import django

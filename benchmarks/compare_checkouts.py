@@ -58,7 +58,8 @@ def prepare_checkout(root: Path, url: str) -> list[str]:
         from django.core.management import call_command
         call_command("migrate", verbosity=0)
     """) + textwrap.dedent(inspect.getsource(prepare)) + "\nprint(json.dumps(prepare()))\n"
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "DATABASE_URL": url},
+    done = subprocess.run([sys.executable, "-c", code], cwd=root,
+                          env={**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "1"},
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 

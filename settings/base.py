@@ -2,7 +2,7 @@
 
 DATABASE_URL          postgres://…; unset: the embedded server bin/run starts (settings.embedded_postgres)
 DJANGO_SECRET_KEY     required when DJANGO_DEBUG=0
-DJANGO_DEBUG          "1" (default) or "0"
+DJANGO_DEBUG          "0" (default) or "1" (bin/run turns it on)
 DJANGO_ALLOWED_HOSTS  comma-separated; default "127.0.0.1,localhost" (plus "testserver" in debug)
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+DEBUG = env_bool("DJANGO_DEBUG", False)  # secure by default: bin/run asks for debug explicitly
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:

@@ -70,3 +70,21 @@ def test_the_embedded_server_reads_its_socket_from_its_pid_file(tmp_path, monkey
     assert embedded_postgres.running_url("run") is None
     with pytest.raises(ValueError):
         embedded_postgres.data_dir("../elsewhere")
+
+
+def settings_in_a_fresh_process(**env: str):
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    code = "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**clean, "DJANGO_SETTINGS_MODULE": "settings.base", **env})
+
+
+def test_debug_is_off_unless_asked_for_and_then_a_secret_key_is_required():
+    assert settings_in_a_fresh_process(DJANGO_SECRET_KEY="k" * 50).stdout.strip() == "False"
+    refused = settings_in_a_fresh_process()
+    assert refused.returncode != 0 and "DJANGO_SECRET_KEY must be set" in refused.stderr
+    assert settings_in_a_fresh_process(DJANGO_DEBUG="1").stdout.strip() == "True"
