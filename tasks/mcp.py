@@ -12,11 +12,15 @@ from typing import Any
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp_server import MCPToolset
 from mcp_server.views import MCPServerStreamableHttpView
+from rest_framework.exceptions import ValidationError
 
 from allocation import services as allocation
+from allocation.api import BindSerializer, HoldSerializer
 from allocation.runner import Answer, Attempt, run_attempt
-from common.refusals import DomainError, Forbidden, InvalidRequest, Unauthenticated
+from common.problems import translate
+from common.refusals import DomainError, Forbidden, Unauthenticated
 from spaces import services as space_services
+from spaces.api.serializers import PostCreateSerializer
 from spaces.auth import ApiKeyAuthentication, bearer_token
 from spaces.models import ROLE_RANK, Role
 from spaces.permissions import IsMember
@@ -26,9 +30,25 @@ from tasks.api import run_window
 from tasks.serializers import (
     AttemptSerializer,
     ClaimSerializer,
+    DoneSerializer,
+    NextSerializer,
+    NoteCreateSerializer,
+    RejectSerializer,
+    SupersedeSerializer,
+    TaskCreateSerializer,
     TaskDetailSerializer,
     TaskSerializer,
+    WindowSerializer,
 )
+
+
+def valid(serializer_class, data: dict) -> dict:
+    """The tool's arguments through the same serializer the REST route uses: the same limits and
+    the same ``422 invalid_request`` with per-field details."""
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise translate(ValidationError(serializer.errors))
+    return dict(serializer.validated_data)
 
 
 def tool_answer(call) -> Answer:
@@ -94,8 +114,8 @@ class SpacesTools(MCPToolset):
 
     def bind_title(self, title: str, work_item_id: str | None = None, delivery_mode: str = "result") -> dict:
         """Preview how a title binds to the catalog (scores as exact fractions) without creating anything."""
-        return self._run(Role.READER, lambda m: allocation.bind_title(
-            space=m.space, title=title, work_item_id=work_item_id, delivery_mode=delivery_mode).as_dict())
+        data = {"title": title, "work_item_id": work_item_id, "delivery_mode": delivery_mode}
+        return self._run(Role.READER, lambda m: allocation.bind_title(space=m.space, **valid(BindSerializer, data)).as_dict())
 
     def create_task(self, title: str, body: str = "", delivery_mode: str = "result",
                     work_item_id: str | None = None, idempotency_key: str | None = None) -> dict:
@@ -104,17 +124,15 @@ class SpacesTools(MCPToolset):
         idempotency_key (a retry with it never creates a second task)."""
         arguments = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id}
         return self._run(Role.WRITER, lambda m: TaskSerializer(services.create_task(
-            space=m.space, actor=m, attempt=self.attempt, **arguments)).data, idempotency_key=idempotency_key,
-            tool="create_task",
-            arguments=arguments)
+            space=m.space, actor=m, attempt=self.attempt, **valid(TaskCreateSerializer, arguments))).data,
+            idempotency_key=idempotency_key, tool="create_task", arguments=arguments)
 
     def create_tasks(self, proposals: list[dict], idempotency_key: str | None = None) -> dict:
         """Several create intents in one allocation window, in order: each proposal is {"title", "body"?,
         "delivery_mode"?, "work_item_id"?} and gets the answer a single create_task would have given."""
         def act(m):
-            if not 1 <= len(proposals) <= 500:
-                raise InvalidRequest("A window holds 1 to 500 proposals.", fields={"proposals": ["1 to 500 items."]})
-            return {"results": run_window(space=m.space, actor=m, proposals=proposals, attempt=self.attempt)}
+            checked = valid(WindowSerializer, {"proposals": proposals})["proposals"]
+            return {"results": run_window(space=m.space, actor=m, proposals=checked, attempt=self.attempt)}
         return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="create_tasks",
                          arguments={"proposals": proposals})
 
@@ -137,12 +155,15 @@ class SpacesTools(MCPToolset):
         """Claim the lowest open task; or task `number` (`join`=true to hold it beside other keys, up to 3);
         or kind="check" for an attempt you may check. {"task": null} means nothing to do."""
         def act(m):
-            if kind == "check":
+            data = valid(NextSerializer, {k: v for k, v in {"number": number, "join": join, "kind": kind}.items()
+                                          if v is not None})
+            number_, join_, kind_ = data.get("number"), data["join"], data["kind"]
+            if kind_ == "check":
                 offered = attempts.offer_check(space=m.space, member=m)
                 return {"task": None, "attempt": None} if offered is None else {
                     "task": TaskSerializer(offered[0]).data, "attempt": AttemptSerializer(offered[1]).data}
-            if number is not None:
-                task, claim = claims.claim_task(space=m.space, member=m, number=number, join=join)
+            if number_ is not None:
+                task, claim = claims.claim_task(space=m.space, member=m, number=number_, join=join_)
             else:
                 claimed = claims.claim_next_task(space=m.space, member=m)
                 if claimed is None:
@@ -161,13 +182,15 @@ class SpacesTools(MCPToolset):
     def create_post(self, body: str, title: str = "", idempotency_key: str | None = None) -> dict:
         """Write a post (a result to cite with mark_done)."""
         return self._run(Role.WRITER, lambda m: {"id": space_services.create_post(
-            space=m.space, author=m, body=body, title=title).pk}, idempotency_key=idempotency_key,
+            space=m.space, author=m, **valid(PostCreateSerializer, {"body": body, "title": title})).pk},
+            idempotency_key=idempotency_key,
             tool="create_post", arguments={"body": body, "title": title})
 
     def mark_done(self, number: int, post: int, idempotency_key: str | None = None) -> dict:
         """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle)."""
         return self._run(Role.WRITER, lambda m: AttemptSerializer(attempts.mark_done(
-            task=selectors.get_task(space=m.space, number=number), member=m, post_id=post)).data,
+            task=selectors.get_task(space=m.space, number=number), member=m,
+            post_id=valid(DoneSerializer, {"post": post})["post"])).data,
             idempotency_key=idempotency_key, tool="mark_done", arguments={"number": number, "post": post})
 
     def confirm_attempt(self, number: int, attempt: int, idempotency_key: str | None = None) -> dict:
@@ -179,8 +202,9 @@ class SpacesTools(MCPToolset):
     def reject_attempt(self, number: int, attempt: int, reason: str = "", idempotency_key: str | None = None) -> dict:
         """Reject attempt `attempt` of task `number`; the task reopens when no attempt waits."""
         def act(m):
+            checked = valid(RejectSerializer, {"reason": reason})["reason"]
             result, reopened = attempts.reject_attempt(task=selectors.get_task(space=m.space, number=number),
-                                                       number=attempt, member=m, reason=reason)
+                                                       number=attempt, member=m, reason=checked)
             return {"attempt": AttemptSerializer(result).data, "reopened": reopened}
         return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="reject_attempt",
                          arguments={"number": number, "attempt": attempt, "reason": reason})
@@ -189,8 +213,8 @@ class SpacesTools(MCPToolset):
                  idempotency_key: str | None = None) -> dict:
         """A review note on task `number`; the same note again is 409 naming the first one."""
         return self._run(Role.WRITER, lambda m: {"id": services.add_note(
-            task=selectors.get_task(space=m.space, number=number), actor=m, body=body, criterion=criterion,
-            attempt=self.attempt).pk}, idempotency_key=idempotency_key, tool="add_note",
+            task=selectors.get_task(space=m.space, number=number), actor=m, attempt=self.attempt,
+            **valid(NoteCreateSerializer, {"body": body, "criterion": criterion})).pk}, idempotency_key=idempotency_key, tool="add_note",
             arguments={"number": number, "body": body, "criterion": criterion})
 
     def notifications(self, unread_only: bool = True) -> dict:
@@ -206,16 +230,21 @@ class SpacesTools(MCPToolset):
     def supersede_task(self, number: int, surviving_task: int, reason: str = "allocation_duplicate",
                        idempotency_key: str | None = None) -> dict:
         """Steward: mark task `number` a leftover duplicate of `surviving_task`."""
-        return self._run(Role.STEWARD, lambda m: TaskSerializer(stewardship.supersede_task(
-            task=selectors.get_task(space=m.space, number=number),
-            survivor=selectors.get_task(space=m.space, number=surviving_task), actor=m, reason=reason)).data,
+        def act(m):
+            data = valid(SupersedeSerializer, {"surviving_task": surviving_task, "reason": reason})
+            return TaskSerializer(stewardship.supersede_task(
+                task=selectors.get_task(space=m.space, number=number),
+                survivor=selectors.get_task(space=m.space, number=data["surviving_task"]), actor=m,
+                reason=data["reason"])).data
+        return self._run(Role.STEWARD, act,
             idempotency_key=idempotency_key, tool="supersede_task",
             arguments={"number": number, "surviving_task": surviving_task, "reason": reason})
 
     def hold_slot(self, work_item_id: str, reason: str = "", idempotency_key: str | None = None) -> dict:
         """Steward: hold a catalog slot so no new task takes it."""
         return self._run(Role.STEWARD, lambda m: {"work_item_id": allocation.hold_slot(
-            space=m.space, work_item_id=work_item_id, actor=m, reason=reason).work_item_id},
+            space=m.space, actor=m, **valid(HoldSerializer, {"work_item_id": work_item_id, "reason": reason})
+        ).work_item_id},
             idempotency_key=idempotency_key, tool="hold_slot", arguments={"work_item_id": work_item_id, "reason": reason})
 
 

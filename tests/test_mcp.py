@@ -114,3 +114,24 @@ def test_every_mutating_tool_takes_an_idempotency_key_and_a_retry_replays():
     assert json.loads(claimed[1])["task"]["number"] == 1
     assert not given[0] and json.loads(given[1]) == json.loads(given_again[1])
     assert Claim.objects.count() == 1  # one claim, given back once
+
+
+def test_tools_validate_as_the_rest_routes_do_and_store_nothing_past_a_limit():
+    from spaces.models import Post
+    from tasks import services
+    from tasks.models import Note
+
+    space = load_agent_lab()
+    member, writer = member_with_key(space, "writer", "agent-1")
+    services.create_task(space=space, actor=member, title="Retry policy")
+    with gunicorn(workers=1) as base:
+        _, results = run(base, writer, [
+            ("create_task", {"title": "x" * 501}),
+            ("create_task", {"title": "big", "body": "b" * 100 * 1024}),
+            ("create_post", {"body": "p" * 200 * 1024}),
+            ("add_note", {"number": 1, "body": "n", "criterion": 2 ** 40}),
+            ("next_task", {"kind": "nonsense"}),
+        ])
+    for is_error, text in results:  # the SDK puts "Error executing tool NAME: " before the refusal's JSON
+        assert is_error and json.loads(text.split(": ", 1)[1])["error"] == "invalid_request", text
+    assert Task.objects.count() == 1 and not Post.objects.exists() and not Note.objects.exists()
