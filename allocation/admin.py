@@ -77,7 +77,10 @@ class ReservationAdmin(ReadOnlyAdmin):
     list_filter = ["space", "kind"]
     actions = ["expire_now"]
 
-    @admin.action(description="Expire now")
+    def has_expire_permission(self, request) -> bool:
+        return request.user.has_perm("allocation.delete_reservation")
+
+    @admin.action(description="Expire now", permissions=["expire"])
     def expire_now(self, request, queryset) -> None:
         count = services.expire_reservations(ids=list(queryset.values_list("pk", flat=True)))
         messages.success(request, f"Expired {count} reservation(s).")
@@ -96,7 +99,10 @@ class SlotHoldAdmin(ReadOnlyAdmin):
     list_filter = ["space"]
     actions = ["release"]
 
-    @admin.action(description="Release the hold")
+    def has_release_permission(self, request) -> bool:
+        return request.user.has_perm("allocation.delete_slothold")
+
+    @admin.action(description="Release the hold", permissions=["release"])
     def release(self, request, queryset) -> None:
         for hold in queryset:
             services.release_slot(space=hold.space, work_item_id=hold.work_item_id)
@@ -111,7 +117,10 @@ class OperationAdmin(ReadOnlyAdmin):
     search_fields = ["key", "path"]
     actions = ["expire_now"]
 
-    @admin.action(description="Expire now (end the lease: the operation becomes retryable)")
+    def has_expire_permission(self, request) -> bool:
+        return request.user.has_perm("allocation.change_operation")
+
+    @admin.action(description="Expire now (end the lease: the operation becomes retryable)", permissions=["expire"])
     def expire_now(self, request, queryset) -> None:
         count = expire_operations(ids=list(queryset.values_list("pk", flat=True)))
         messages.success(request, f"Expired {count} operation(s).")

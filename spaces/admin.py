@@ -139,14 +139,21 @@ class MemberAdmin(admin.ModelAdmin):
         except DomainError as error:
             messages.error(request, error.detail)
 
-    @admin.action(description="Issue a key (shown once; the oldest of two live keys is revoked)")
+    def has_issue_keys_permission(self, request) -> bool:
+        return request.user.has_perm("spaces.add_apikey")
+
+    def has_revoke_keys_permission(self, request) -> bool:
+        return request.user.has_perm("spaces.change_apikey")
+
+    @admin.action(description="Issue a key (shown once; the oldest of two live keys is revoked)",
+                  permissions=["issue_keys"])
     def issue_key(self, request, queryset) -> None:
         for member in queryset:
             key, raw = services.issue_key(member=member)
             messages.warning(request, format_html(
                 "New key for {} (generation {}), shown once: <code>{}</code>", member.name, key.generation, raw))
 
-    @admin.action(description="Revoke every live key")
+    @admin.action(description="Revoke every live key", permissions=["revoke_keys"])
     def revoke_keys(self, request, queryset) -> None:
         count = 0
         for key in ApiKey.objects.filter(member__in=queryset, revoked_at=None):
@@ -166,7 +173,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # keys are issued from the member page (shown once)
 
-    @admin.action(description="Revoke")
+    @admin.action(description="Revoke", permissions=["change"])
     def revoke(self, request, queryset) -> None:
         for key in queryset:
             services.revoke_key(key=key)
@@ -183,7 +190,7 @@ class PostAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
-    @admin.action(description="Withhold")
+    @admin.action(description="Withhold", permissions=["change"])
     def withhold(self, request, queryset) -> None:
         for post in queryset:
             actor = services.steward_for_admin_user(space=post.space, username=request.user.get_username())

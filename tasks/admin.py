@@ -105,7 +105,7 @@ class TaskAdmin(admin.ModelAdmin):
         if done:
             messages.success(request, f"{verb} {done} task(s).")
 
-    @admin.action(description="Supersede… (choose the survivor)")
+    @admin.action(description="Supersede… (choose the survivor)", permissions=["change"])
     def supersede(self, request, queryset):
         form = SupersedeForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
@@ -125,17 +125,20 @@ class TaskAdmin(admin.ModelAdmin):
                    "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME}
         return TemplateResponse(request, "admin/tasks/supersede.html", context)
 
-    @admin.action(description="Withdraw")
+    @admin.action(description="Withdraw", permissions=["change"])
     def withdraw(self, request, queryset) -> None:
         self.run(request, queryset, "Withdrew",
                  lambda task: stewardship.withdraw_task(task=task, actor=self.actor(request, task), reason="admin"))
 
-    @admin.action(description="Reject (not to be done)")
+    @admin.action(description="Reject (not to be done)", permissions=["change"])
     def reject(self, request, queryset) -> None:
         self.run(request, queryset, "Rejected",
                  lambda task: stewardship.reject_task(task=task, actor=self.actor(request, task), reason="admin"))
 
-    @admin.action(description="Hold the slot of these tasks")
+    def has_hold_slot_permission(self, request) -> bool:
+        return request.user.has_perm("allocation.add_slothold")
+
+    @admin.action(description="Hold the slot of these tasks", permissions=["hold_slot"])
     def hold_slot(self, request, queryset) -> None:
         def hold(task: Task) -> None:
             if not task.work_item_id:
