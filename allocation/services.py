@@ -324,10 +324,10 @@ def expire_reservations(*, now: datetime | None = None, dry_run: bool = False, i
 # --- Holds (SPEC §5.2) -----------------------------------------------------------------------
 
 
-def hold_slot(*, space: Space, work_item_id: object, actor: Member, reason: str = "") -> SlotHold:
+def hold_slot(*, space: Space, work_item_id: object, actor: Member, reason: str = "") -> tuple[SlotHold, bool]:
+    """The hold on the slot, and whether this call made it (a slot held already stays as it was)."""
     slot = check_work_item_id(space=space, raw=work_item_id)
-    hold, _ = SlotHold.objects.get_or_create(space=space, work_item_id=slot, defaults={"held_by": actor, "reason": reason})
-    return hold
+    return SlotHold.objects.get_or_create(space=space, work_item_id=slot, defaults={"held_by": actor, "reason": reason})
 
 
 def release_slot(*, space: Space, work_item_id: object) -> int:

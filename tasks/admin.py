@@ -143,7 +143,7 @@ class TaskAdmin(admin.ModelAdmin):
         def hold(task: Task) -> None:
             if not task.work_item_id:
                 raise allocation.errors.InvalidWorkItemId(f"Task {task.number} is not bound to a catalog slot.")
-            allocation.hold_slot(space=task.space, work_item_id=task.work_item_id, actor=self.actor(request, task),
+            stewardship.hold_slot(space=task.space, work_item_id=task.work_item_id, actor=self.actor(request, task),
                                  reason=f"held from task {task.number}")
 
         self.run(request, queryset, "Held the slot of", hold)

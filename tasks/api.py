@@ -12,6 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from allocation import services as allocation_services
+from allocation.api import HoldSerializer
+from allocation.models import SlotHold
 from common.problems import translate
 from common.refusals import DomainError, InvalidRequest, NotFound
 from spaces.api.pagination import IdCursorPagination
@@ -356,3 +359,34 @@ class SharedExportView(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, token: str) -> Response:
         return Response(exports.shared_export(token=token))
+
+
+# --- Holds (SPEC §5.2): allocation keeps the hold, tasks the history it writes. ---
+
+
+def hold_body(hold) -> dict:
+    return {"work_item_id": hold.work_item_id, "reason": hold.reason, "held_by": hold.held_by_id,
+            "created_at": hold.created_at}
+
+
+class HoldListView(SpaceView):
+    serializer_class = HoldSerializer
+    required_roles = {"POST": Role.STEWARD}
+
+    def get(self, request: Request, slug: str) -> Response:
+        return Response({"results": [hold_body(h) for h in SlotHold.objects.filter(space=self.space).order_by("pk")]})
+
+    def post(self, request: Request, slug: str) -> Response:
+        data = self.validated(HoldSerializer)
+        hold = stewardship.hold_slot(space=self.space, actor=self.member, **data)
+        return Response(hold_body(hold), status=status.HTTP_201_CREATED)
+
+
+class HoldDetailView(SpaceView):
+    serializer_class = HoldSerializer
+    required_roles = {"DELETE": Role.STEWARD}
+
+    def delete(self, request: Request, slug: str, work_item_id: str) -> Response:
+        if not allocation_services.release_slot(space=self.space, work_item_id=work_item_id):
+            raise NotFound(f"Slot {work_item_id} is not held.")
+        return Response(status=status.HTTP_204_NO_CONTENT)

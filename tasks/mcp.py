@@ -242,7 +242,7 @@ class SpacesTools(MCPToolset):
 
     def hold_slot(self, work_item_id: str, reason: str = "", idempotency_key: str | None = None) -> dict:
         """Steward: hold a catalog slot so no new task takes it."""
-        return self._run(Role.STEWARD, lambda m: {"work_item_id": allocation.hold_slot(
+        return self._run(Role.STEWARD, lambda m: {"work_item_id": stewardship.hold_slot(
             space=m.space, actor=m, **valid(HoldSerializer, {"work_item_id": work_item_id, "reason": reason})
         ).work_item_id},
             idempotency_key=idempotency_key, tool="hold_slot", arguments={"work_item_id": work_item_id, "reason": reason})

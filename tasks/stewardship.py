@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from allocation import services as allocation
 from spaces.models import Member, Role
 from tasks import errors
 from tasks.claims import end_claims
@@ -22,6 +23,19 @@ from tasks.models import (
     TaskStatus,
 )
 from tasks.services import record_event
+
+
+def hold_slot(*, space, work_item_id: object, actor: Member, reason: str = ""):
+    """A steward holds a catalog slot (SPEC §5.2): new tasks binding to it are refused, and each
+    live task bound to it records ``held`` in its history (SPEC §8) when the hold is new."""
+    with transaction.atomic():
+        hold, created = allocation.hold_slot(space=space, work_item_id=work_item_id, actor=actor, reason=reason)
+        if created:
+            bound = Task.objects.filter(space=space, work_item_id=hold.work_item_id, status__in=LIVE_STATUSES)
+            for task in bound.order_by("number"):
+                record_event(task=task, kind=EventKind.HELD, actor=actor, work_item_id=hold.work_item_id,
+                             reason=reason)
+    return hold
 
 
 def lock_tasks(*tasks: Task) -> list[Task]:

@@ -113,3 +113,19 @@ def test_other_spaces_cannot_touch_tasks(outsider, steward, space):
     create_task(space=space, actor=steward.member, title="Retry policy")
     for action in ["supersede", "withdraw", "reject", "assign", "give-back", "done"]:
         assert outsider.api.post(f"{S}/tasks/1/{action}", {"surviving_task": 1}).status_code == 404
+
+
+def test_holding_a_slot_records_held_in_the_history_of_its_live_tasks_once(steward, writer, space):
+    from tasks.models import EventKind
+
+    bound = writer.api.post("/v1/spaces/agent-lab/tasks", {"title": "Build a benchmark for code review agents"}).json()
+    assert bound["work_item_id"] == "T1"
+    for _ in range(2):  # holding a held slot again changes nothing
+        assert steward.api.post("/v1/spaces/agent-lab/holds", {"work_item_id": "T1", "reason": "rethink"}).status_code == 201
+    history = writer.api.get(f"/v1/spaces/agent-lab/tasks/{bound['number']}/history").json()["results"]
+    held = [event for event in history if event["kind"] == EventKind.HELD]
+    assert len(held) == 1 and held[0]["actor"]["id"] == steward.member.pk
+    assert held[0]["details"] == {"work_item_id": "T1", "reason": "rethink"}
+    refused = writer.api.post("/v1/spaces/agent-lab/tasks", {"title": "review agent benchmark"})
+    assert refused.json()["code"] in ("conflict_key_held", "conflict_key_occupied")
+    assert steward.api.delete("/v1/spaces/agent-lab/holds/T1").status_code == 204
