@@ -38,6 +38,7 @@ from tasks.serializers import (
     NoteSerializer,
     NotificationSerializer,
     RejectSerializer,
+    ShareSerializer,
     SupersedeSerializer,
     TaskCreateSerializer,
     TaskDetailSerializer,
@@ -330,15 +331,22 @@ class ExportDetailView(SpaceView):
 
 
 class ExportShareView(SpaceView):
-    required_roles = {"POST": Role.STEWARD}
+    required_roles = {"POST": Role.STEWARD, "DELETE": Role.STEWARD}
 
-    @extend_schema(request=None, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=ShareSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str, export_id: str) -> Response:
         export = get_export(self.space, export_id)
-        token = exports.share_export(export=export)
+        hours = self.validated(ShareSerializer)["expires_in_hours"]
+        token = exports.share_export(export=export, expires_in_hours=hours)
         base = request.build_absolute_uri("/v1/shares/")
         return mark_secret(Response(share_body(base, token), status=status.HTTP_201_CREATED),
-                           SecretAnswer("share", ("token", "url"), {"export": export.pk, "base": base}))
+                           SecretAnswer("share", ("token", "url"),
+                                        {"export": export.pk, "base": base, "hours": hours}))
+
+    def delete(self, request: Request, slug: str, export_id: str) -> Response:
+        if not exports.unshare_export(export=get_export(self.space, export_id)):
+            raise NotFound(f"Export {export_id} is not shared.")
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 def share_body(base: str, token: str) -> dict:
@@ -348,7 +356,7 @@ def share_body(base: str, token: str) -> dict:
 @reissuer("share")
 def reissue_share(ref: dict) -> tuple[dict, dict]:
     """A replayed share: a fresh token for the same export; the lost answer's token stops opening it."""
-    token = exports.share_export(export=Export.objects.get(pk=ref["export"]), fresh=True)
+    token = exports.share_export(export=Export.objects.get(pk=ref["export"]), expires_in_hours=ref["hours"])
     return share_body(ref["base"], token), ref
 
 

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import secrets
 import uuid
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Q
@@ -26,6 +27,7 @@ from allocation.models import (
 from allocation.settlement import Report, observe
 from common.refusals import NotFound
 from spaces.models import ApiKey, Member, Space
+from spaces.services import hash_secret
 from tasks import errors
 from tasks.models import (
     Attempt,
@@ -136,15 +138,24 @@ def drain_exports() -> int:
 def export_state(export: Export) -> dict:
     operation = Operation.objects.get(pk=export.operation_id)
     body = {"id": export.pk, "state": operation.state, "attempts": operation.lease_epoch,
-            "created_at": export.created_at, "shared": export.share_token is not None}
+            "created_at": export.created_at, "shared": shared_now(export),
+            "share_expires_at": export.share_expires_at if shared_now(export) else None}
     if operation.state == OperationState.COMPLETED:
         body["result"] = operation.response_body
     return body
 
 
-def share_export(*, export: Export, fresh: bool = False) -> str:
-    """A share token, only for an export completed under the tuple it was reserved with;
-    ``fresh`` replaces the token, so the earlier one no longer opens the export."""
+DEFAULT_SHARE_HOURS = 7 * 24
+
+
+def shared_now(export: Export) -> bool:
+    return export.share_token_hash is not None and (export.share_expires_at or timezone.now()) > timezone.now()
+
+
+def share_export(*, export: Export, expires_in_hours: int = DEFAULT_SHARE_HOURS) -> str:
+    """A new share token, only for an export completed under the tuple it was reserved with.
+    Only its hash is stored, so each share is a new token; the export's earlier token stops
+    opening it. It expires after ``expires_in_hours`` (SPEC §7.3: default 7 days)."""
     with transaction.atomic():
         export = Export.objects.select_for_update().get(pk=export.pk)
         operation = Operation.objects.get(pk=export.operation_id)
@@ -158,15 +169,23 @@ def share_export(*, export: Export, fresh: bool = False) -> str:
         if not completed:
             raise errors.ExportNotCompleted(f"Export {export.pk} is {operation.state}; share it once it completes.",
                                             state=operation.state)
-        if export.share_token is None or fresh:
-            export.share_token = secrets.token_urlsafe(24)
-            export.save(update_fields=["share_token"])
-        return export.share_token
+        token = secrets.token_urlsafe(24)
+        export.share_token_hash = hash_secret(token)
+        export.share_expires_at = timezone.now() + timedelta(hours=expires_in_hours)
+        export.save(update_fields=["share_token_hash", "share_expires_at"])
+        return token
+
+
+def unshare_export(*, export: Export) -> bool:
+    """Revoke the export's share link; False when it had none."""
+    return Export.objects.filter(pk=export.pk, share_token_hash__isnull=False).update(
+        share_token_hash=None, share_expires_at=None) == 1
 
 
 def shared_export(*, token: str) -> dict:
-    export = Export.objects.select_related("operation").filter(share_token=token).first() if token else None
-    if export is None:
-        raise NotFound("No export is shared under this token.")
+    export = (Export.objects.select_related("operation").filter(share_token_hash=hash_secret(token)).first()
+              if token else None)
+    if export is None or not shared_now(export):
+        raise NotFound("No export is shared under this token (it may have expired or been revoked).")
     epoch = export.operation.response_body["result_epoch"]
     return ExportResult.objects.get(export=export, lease_epoch=epoch).data

@@ -258,13 +258,17 @@ class Export(models.Model):
     # The tuple the export was reserved with; a share opens only for a completion under it.
     reserved_fingerprint = models.CharField(max_length=64)
     reserved_generation = models.PositiveIntegerField()
-    share_token = models.CharField(max_length=64, null=True, blank=True)
+    # The share link (SPEC §7.3): only a hash of its token is kept, with its expiry. The token
+    # is a global lookup (a share has no space in its URL): under sharding by space it would be
+    # served by a small global table of hashes, as API key prefixes would.
+    share_token_hash = models.CharField(max_length=64, null=True, blank=True)
+    share_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["share_token"], name="export_unique_share_token",
-                                    condition=Q(share_token__isnull=False)),
+            models.UniqueConstraint(fields=["share_token_hash"], name="export_unique_share_token_hash",
+                                    condition=Q(share_token_hash__isnull=False)),
         ]
 
 

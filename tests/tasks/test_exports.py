@@ -178,3 +178,23 @@ def test_sweep_dry_run_changes_nothing(writer, space, tasks_for_sweep=None):
     call_command("sweep", stdout=StringIO())
     assert Claim.objects.get().end_reason == "lapsed"
     assert OperationObservation.objects.count() == 0
+
+
+def test_a_share_keeps_only_a_hash_expires_and_can_be_revoked(steward, anonymous, space):
+    export_id = steward.api.post(f"{S}/exports").json()["id"]
+    assert drain_exports() == 1
+    shared = steward.api.post(f"{S}/exports/{export_id}/share", {"expires_in_hours": 1})
+    assert shared.status_code == 201
+    token = shared.json()["token"]
+    export = Export.objects.get(pk=export_id)
+    assert token not in (export.share_token_hash or "") and export.share_token_hash
+    assert timezone.timedelta(minutes=59) < export.share_expires_at - timezone.now() <= timezone.timedelta(hours=1)
+    assert anonymous.get(f"/v1/shares/{token}").status_code == 200
+    Export.objects.filter(pk=export_id).update(share_expires_at=timezone.now() - timedelta(seconds=1))
+    assert anonymous.get(f"/v1/shares/{token}").status_code == 404  # expired
+    again = steward.api.post(f"{S}/exports/{export_id}/share").json()["token"]
+    assert anonymous.get(f"/v1/shares/{again}").status_code == 200
+    assert steward.api.delete(f"{S}/exports/{export_id}/share").status_code == 204
+    assert anonymous.get(f"/v1/shares/{again}").status_code == 404  # revoked
+    assert steward.api.delete(f"{S}/exports/{export_id}/share").status_code == 404
+    assert steward.api.post(f"{S}/exports/{export_id}/share", {"expires_in_hours": 0}).status_code == 422
