@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "spaces.browser_middleware.AuthenticationMiddleware",
     "spaces.browser_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "spaces.browser_middleware.AdminContentSecurityPolicyMiddleware",
     "allocation.middleware.IdempotencyMiddleware",
 ]
 

@@ -161,3 +161,8 @@ def test_expire_now_on_reservations_and_operations(admin_client, space, writer):
     Operation.objects.update(state="in_progress")
     action(admin_client, "allocation/operation", "expire_now", list(Operation.objects.values_list("pk", flat=True)))
     assert Operation.objects.get().state == "unknown"
+
+
+def test_admin_pages_carry_a_content_security_policy_that_allows_only_the_server(admin_client, space):
+    policy = admin_client.get("/admin/").headers["Content-Security-Policy"]
+    assert "default-src 'self'" in policy and "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
