@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "spaces.browser_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "spaces.browser_middleware.AdminContentSecurityPolicyMiddleware",
+    "spaces.browser_middleware.AdminLoginThrottleMiddleware",
     "allocation.middleware.IdempotencyMiddleware",
 ]
 
@@ -147,6 +148,11 @@ DJANGO_MCP_GET_SERVER_INSTRUCTIONS_TOOL = False
 # Spaces' own knobs.
 SPACES_OPERATION_LEASE_SECONDS = int(os.environ.get("SPACES_OPERATION_LEASE_SECONDS", "30"))
 SPACES_OPERATION_RETENTION_HOURS = int(os.environ.get("SPACES_OPERATION_RETENTION_HOURS", "24"))
+# SPEC §3 Abuse (spaces.throttles): failed authentications and failed admin logins a client
+# address may make in a minute, and the proxies whose X-Forwarded-For names the client.
+SPACES_BAD_KEY_LIMIT_PER_MINUTE = int(os.environ.get("SPACES_BAD_KEY_LIMIT_PER_MINUTE", "60"))
+SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE = int(os.environ.get("SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE", "10"))
+SPACES_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("SPACES_TRUSTED_PROXIES", "").split(",") if p.strip()]
 
 LOGGING = {
     "version": 1,

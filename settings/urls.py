@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.decorators.cache import cache_page
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from tasks.mcp import MCPEndpoint
@@ -8,7 +9,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # MCP for agents, authenticated with the member's API key like the REST routes.
     path("mcp", MCPEndpoint.as_view(), name="mcp"),
-    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    # The schema is the same for every request of a deployment: built once per process an hour.
+    path("v1/schema", cache_page(60 * 60)(SpectacularAPIView.as_view()), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("spaces.urls")),
     path("v1/", include("allocation.urls")),

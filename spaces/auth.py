@@ -1,8 +1,10 @@
 """``Authorization: Bearer <key>`` authentication for the API (SPEC §2)."""
 from __future__ import annotations
 
+from django.conf import settings
 from rest_framework import authentication, exceptions
 
+from spaces import throttles
 from spaces.models import ApiKey
 from spaces.services import authenticate_key
 
@@ -34,8 +36,17 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None
         key = request_api_key(request._request)  # may have been looked up already this request
         if key is None:
+            refused = throttles.hit("bad_key", throttles.client_address(request._request),
+                                    settings.SPACES_BAD_KEY_LIMIT_PER_MINUTE)
+            if refused is not None:
+                raise refused
             # Revoked and expired keys land here on their very next request.
             raise exceptions.AuthenticationFailed("This API key is not valid (unknown, revoked or expired).")
+        cap = key.space.requests_per_minute
+        if cap is not None:
+            refused = throttles.hit("key", key.prefix, cap)
+            if refused is not None:
+                raise refused
         return key.member, key
 
     def authenticate_header(self, request) -> str:

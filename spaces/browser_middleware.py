@@ -7,9 +7,13 @@ X-Frame-Options stay Django's own everywhere: cheap, and what ``check --deploy``
 """
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
+from django.http import HttpResponse
+
+from spaces import throttles
 
 API_PREFIX = "/v1/"
 
@@ -54,3 +58,27 @@ class AdminContentSecurityPolicyMiddleware:
         if request.path_info.startswith("/admin/"):
             response.setdefault("Content-Security-Policy", ADMIN_CSP)
         return response
+
+
+class AdminLoginThrottleMiddleware:
+    """Failed admin logins are counted per client address (``spaces.throttles``, through the
+    ``user_login_failed`` signal); past the limit a login attempt is refused before it is checked."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method == "POST" and request.path_info == "/admin/login/":
+            if throttles.over("admin_login", throttles.client_address(request),
+                              settings.SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE):
+                response = HttpResponse("Too many failed logins from your address; try again in a minute.",
+                                        status=429, content_type="text/plain")
+                response["Retry-After"] = "60"
+                return response
+        return self.get_response(request)
+
+
+def count_failed_login(sender, credentials, request=None, **kwargs) -> None:
+    """``user_login_failed``: one more failed login for the address (the admin's login form)."""
+    if request is not None:
+        throttles.hit("admin_login", throttles.client_address(request), settings.SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE)

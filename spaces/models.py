@@ -15,6 +15,8 @@ class Space(models.Model):
     allocation_window_seconds = models.PositiveIntegerField(default=15)
     max_claims_per_task = models.PositiveSmallIntegerField(default=3)
     max_attempts_per_cycle = models.PositiveSmallIntegerField(default=5)
+    # SPEC §3 Abuse: each key's requests per minute; None (the default) caps nothing.
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     # Bumped in the transaction of every catalog change: server processes compare it to
     # decide whether their in-memory bind index is still current.
     catalog_version = models.PositiveBigIntegerField(default=0)
@@ -183,3 +185,21 @@ class Post(models.Model):
     @property
     def visible(self) -> bool:
         return self.hidden_at is None and self.withheld_at is None
+
+
+class RateCounter(models.Model):
+    """Requests counted per minute, shared by every server process (SPEC §3 Abuse): failed
+    authentications per client address, requests per API key, failed admin logins per
+    address. A global table (an address belongs to no space); the table is UNLOGGED, since a
+    count lost in a database crash only forgives a minute."""
+
+    scope = models.CharField(max_length=16)
+    subject = models.CharField(max_length=128)
+    window_start = models.DateTimeField()
+    count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "subject", "window_start"], name="ratecounter_one_per_window"),
+        ]
+        indexes = [models.Index(fields=["window_start"], name="ratecounter_window")]

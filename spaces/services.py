@@ -154,6 +154,7 @@ SPACE_SETTINGS = (
     "allocation_window_seconds",
     "max_claims_per_task",
     "max_attempts_per_cycle",
+    "requests_per_minute",
 )
 
 

@@ -331,6 +331,7 @@ class ExportDetailView(SpaceView):
 
 
 class ExportShareView(SpaceView):
+    serializer_class = ShareSerializer
     required_roles = {"POST": Role.STEWARD, "DELETE": Role.STEWARD}
 
     @extend_schema(request=ShareSerializer, responses={201: OpenApiTypes.OBJECT})
@@ -343,6 +344,7 @@ class ExportShareView(SpaceView):
                            SecretAnswer("share", ("token", "url"),
                                         {"export": export.pk, "base": base, "hours": hours}))
 
+    @extend_schema(request=None, responses={204: None})
     def delete(self, request: Request, slug: str, export_id: str) -> Response:
         if not exports.unshare_export(export=get_export(self.space, export_id)):
             raise NotFound(f"Export {export_id} is not shared.")

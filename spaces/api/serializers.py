@@ -68,6 +68,7 @@ class SpaceSerializer(serializers.ModelSerializer):
             "allocation_window_seconds",
             "max_claims_per_task",
             "max_attempts_per_cycle",
+            "requests_per_minute",
             "created_at",
         ]
         read_only_fields = ["slug", "created_at"]
@@ -80,6 +81,7 @@ class SpaceUpdateSerializer(serializers.Serializer):
     allocation_window_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
     max_claims_per_task = serializers.IntegerField(min_value=1, max_value=3, required=False)
     max_attempts_per_cycle = serializers.IntegerField(min_value=1, max_value=5, required=False)
+    requests_per_minute = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
 
 
 class KeySerializer(serializers.ModelSerializer):

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from allocation.idempotency import expire_operations, purge_operations
 from allocation.services import expire_reservations
+from spaces.throttles import purge_rate_counters
 from tasks.claims import expire_claims
 
 
@@ -27,6 +28,7 @@ class Command(BaseCommand):
                 "claims": expire_claims(dry_run=dry_run),
                 "operation leases": expire_operations(dry_run=dry_run),
                 "old operations": purge_operations(dry_run=dry_run),
+                "old rate counters": purge_rate_counters(dry_run=dry_run),
             }
             verb = "Would sweep" if dry_run else "Swept"
             self.stdout.write(f"{verb}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")

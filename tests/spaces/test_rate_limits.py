@@ -1,0 +1,80 @@
+"""SPEC §3 Abuse: limits counted in PostgreSQL, so every server process shares them."""
+from __future__ import annotations
+
+import httpx
+import pytest
+from django.test import Client, override_settings
+
+from spaces.models import RateCounter, Space
+from spaces.throttles import client_address, purge_rate_counters
+from tests.conftest import ApiClient
+from tests.live_server import gunicorn
+
+S = "/v1/spaces/agent-lab"
+
+
+@pytest.fixture(autouse=True)
+def one_minute_window():
+    """Counts are per clock minute: start each test far enough from the minute's end that its
+    requests all fall in one window."""
+    import time
+
+    second = time.time() % 60  # the database server's clock is this machine's
+    if second > 45:
+        time.sleep(60.5 - second)
+
+
+@override_settings(SPACES_BAD_KEY_LIMIT_PER_MINUTE=3)
+def test_bad_keys_from_one_address_are_throttled_and_good_keys_are_not(writer):
+    bad = ApiClient("sk_nothere00000_" + "0" * 32)
+    codes = [bad.get(S).status_code for _ in range(5)]
+    assert codes == [401, 401, 401, 429, 429]
+    refused = bad.get(S)
+    assert refused.json()["error"] == "rate_limited" and int(refused["Retry-After"]) >= 1
+    assert writer.api.get(S).status_code == 200  # the same address with a valid key is served
+    assert not RateCounter.objects.filter(scope="key").exists()  # and counted nowhere
+
+
+def test_a_space_may_cap_each_keys_requests_per_minute(writer, writer2, steward):
+    assert steward.api.patch(S, {"requests_per_minute": 5}).json()["requests_per_minute"] == 5
+    codes = [writer.api.get(S).status_code for _ in range(7)]
+    assert codes == [200] * 5 + [429] * 2
+    assert writer2.api.get(S).status_code == 200  # each key its own count
+    Space.objects.update(requests_per_minute=None)
+    assert writer.api.get(S).status_code == 200
+
+
+def test_the_address_is_the_peers_unless_a_trusted_proxy_forwards_it(rf):
+    request = rf.get("/", REMOTE_ADDR="10.0.0.9", HTTP_X_FORWARDED_FOR="1.2.3.4, 10.0.0.8")
+    assert client_address(request) == "10.0.0.9"
+    with override_settings(SPACES_TRUSTED_PROXIES=["10.0.0.9", "10.0.0.8"]):
+        assert client_address(request) == "1.2.3.4"
+
+
+@override_settings(SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE=2)
+def test_failed_admin_logins_are_throttled(transactional_db):
+    client = Client()
+    codes = [client.post("/admin/login/", {"username": "ada", "password": f"wrong{i}"}).status_code
+             for i in range(4)]
+    assert codes[:2] == [200, 200] and codes[2:] == [429, 429]
+
+
+def test_sweep_forgets_minutes_past(transactional_db):
+    from django.utils import timezone
+
+    RateCounter.objects.create(scope="bad_key", subject="1.2.3.4", window_start=timezone.now() - timezone.timedelta(minutes=5))
+    assert purge_rate_counters(dry_run=True) == 1 and purge_rate_counters() == 1
+    assert not RateCounter.objects.exists()
+
+
+@pytest.mark.slow
+def test_two_server_processes_share_the_bad_key_count(transactional_db):
+    from tests.conftest import load_agent_lab
+
+    load_agent_lab()
+    with gunicorn(workers=2, SPACES_BAD_KEY_LIMIT_PER_MINUTE="6") as base:
+        codes = []
+        for _ in range(12):
+            with httpx.Client() as client:  # a new connection each time: the workers take turns
+                codes.append(client.get(f"{base}{S}", headers={"Authorization": "Bearer sk_nothere00000_" + "0" * 32}).status_code)
+    assert codes.count(401) == 6 and codes.count(429) == 6
