@@ -61,12 +61,15 @@ def replay(operation: Operation) -> Answer:
     return answer
 
 
-class AttemptOvertaken(Exception):
-    """Between this attempt's transactions another attempt took the operation over: the
-    runner answers with its settled answer, or as in progress."""
+class AttemptOvertaken(errors.IdempotencyInProgress):
+    """Between this attempt's transactions another attempt took the operation over. Wherever it
+    surfaces it reads as ``409 idempotency_in_progress``; the runner, told by the attempt, answers
+    with the operation's settled answer instead when there is one, and commits nothing more."""
 
     def __init__(self, operation: Operation) -> None:
-        super().__init__(f"operation {operation.pk} was taken over by another attempt")
+        super().__init__(f"Another request with this Idempotency-Key took it over; retry in "
+                         f"{IN_PROGRESS_RETRY_AFTER_MS} ms.", retry_after_ms=IN_PROGRESS_RETRY_AFTER_MS,
+                         headers={"Retry-After": "1"})
         self.operation = operation
 
 
@@ -74,6 +77,7 @@ class AttemptOvertaken(Exception):
 class Attempt:
     api_key: ApiKey
     operation: Operation
+    overtaken: Operation | None = None  # set when another attempt took the operation over
 
     def commit_reservation(self) -> None:
         """Commit what this attempt wrote so far (SPEC §4.5: the reservation commits before the
@@ -86,6 +90,7 @@ class Attempt:
         another attempt holds or has settled the operation."""
         locked, current = relock(self.operation)
         if not locked or current.state == OperationState.COMPLETED:
+            self.overtaken = current
             raise AttemptOvertaken(current)
 
     def lock_params(self) -> dict[str, Any]:
@@ -133,13 +138,16 @@ def run_attempt(
                 answer = replay(operation)
                 connection.commit()
                 return api_key, answer
+        attempt = Attempt(api_key, operation)
         try:
-            answer = work(Attempt(api_key, operation))
-        except AttemptOvertaken as overtaken:
+            answer = work(attempt)
+        except AttemptOvertaken:
+            pass  # a front that lets it through (MCP); REST renders it, and the attempt says so
+        if attempt.overtaken is not None:
             connection.rollback()
-            if overtaken.operation.state == OperationState.COMPLETED:
-                return api_key, Answer.stored(overtaken.operation)  # no reissue: this attempt holds no lock now
-            raise in_progress() from None
+            if attempt.overtaken.state == OperationState.COMPLETED:
+                return api_key, Answer.stored(attempt.overtaken)  # no reissue: this attempt holds no lock now
+            raise in_progress()
         if answer.status >= 500:
             connection.rollback()  # the work crashed: nothing of it stays, a retry runs again
             return api_key, answer

@@ -175,3 +175,36 @@ def test_expire_and_purge_operations(writer):
     assert Operation.objects.get(key="running").state == OperationState.UNKNOWN
     assert purge_operations() == 1
     assert list(Operation.objects.values_list("key", flat=True)) == ["running"]
+
+
+def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_says_in_progress(
+        writer, space, monkeypatch):
+    """Create's second transaction finds another attempt holding the operation's lock: no task,
+    no settled answer; once that attempt is gone, a retry creates the task."""
+    from django.db import connections
+
+    from allocation.first_touch import LOCK_KEY
+    from allocation.runner import Attempt
+
+    other = connections.create_connection("default")  # the other attempt, on its own connection
+    other.set_autocommit(False)
+    real_commit = Attempt.commit_reservation
+
+    def commit_then_lose_the_lock(self):
+        real_commit(self)
+        with other.cursor() as cursor:
+            cursor.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY.format(member='%s', key='%s')})",
+                           [self.operation.member_id, self.operation.key])
+
+    monkeypatch.setattr(Attempt, "commit_reservation", commit_then_lose_the_lock)
+    try:
+        response = post(writer, "k1")
+        assert response.status_code == 409 and response.json()["error"] == "idempotency_in_progress"
+        assert not Task.objects.exists()
+        assert Operation.objects.get().state == OperationState.IN_PROGRESS  # its first transaction only
+    finally:
+        other.rollback()
+        other.close()
+    monkeypatch.setattr(Attempt, "commit_reservation", real_commit)
+    retried = post(writer, "k1")
+    assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
