@@ -30,9 +30,32 @@ _WHITESPACE = re.compile(r"\s+")
 _NON_WORD = re.compile(r"\W+")
 
 
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1), pinned here
+# so a conflict key never changes with the Python that runs it: zero-width spaces and joiners,
+# the soft hyphen, the BOM, variation selectors, bidirectional controls, tags.
+DEFAULT_IGNORABLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+_IGNORABLE = {code: None for first, last in DEFAULT_IGNORABLE_RANGES for code in range(first, last + 1)}
+
+
+def remove_ignorable(text: str) -> str:
+    """``text`` without its default-ignorable code points (SPEC §4.2): what a reader cannot see."""
+    return text.translate(_IGNORABLE)
+
+
+def has_control_characters(text: str) -> bool:
+    """Control characters other than tab and newline (SPEC §4.2: such a title is refused)."""
+    return any(unicodedata.category(c) == "Cc" and c not in "\t\n" for c in text)
+
+
 def normalize_title(title: str) -> str:
-    """NFC → trim → collapse white space runs to one ASCII space → case fold (SPEC §4.2)."""
-    text = unicodedata.normalize("NFC", title).strip()
+    """Default-ignorables removed → NFC → trim → collapse white space runs to one ASCII space →
+    case fold (SPEC §4.2)."""
+    text = unicodedata.normalize("NFC", remove_ignorable(title)).strip()
     return _WHITESPACE.sub(" ", text).casefold()
 
 
@@ -42,8 +65,9 @@ def normalize_note_body(body: str) -> str:
 
 
 def tokens(text: str) -> frozenset[str]:
-    """NFC, case fold, non-word runs to spaces, split, stopwords dropped (SPEC §4.3.2)."""
-    folded = unicodedata.normalize("NFC", text).casefold()
+    """Default-ignorables removed, NFC, case fold, non-word runs to spaces, split, stopwords
+    dropped (SPEC §4.2, §4.3.2)."""
+    folded = unicodedata.normalize("NFC", remove_ignorable(text)).casefold()
     return frozenset(t for t in _NON_WORD.sub(" ", folded).split() if t not in STOPWORDS)
 
 

@@ -14,7 +14,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from allocation import errors
-from allocation.binding import SlotScore, decide, normalize_title, tokens
+from allocation.binding import (
+    SlotScore,
+    decide,
+    has_control_characters,
+    normalize_title,
+    tokens,
+)
 from allocation.catalog_index import catalog_index
 from allocation.conflict_keys import ConflictKey, task_target
 from allocation.first_touch import LOCK_KEY
@@ -85,14 +91,19 @@ def bind_title(
             f"Unknown delivery mode {delivery_mode!r}.",
             fields={"delivery_mode": [f"One of: {', '.join(TASK_DELIVERY_MODES)}."]},
         )
+    if has_control_characters(title):
+        raise InvalidRequest(
+            "The title holds control characters (only tab and newline may appear).",
+            fields={"title": ["No control characters other than tab and newline."]},
+        )
     explicit = check_work_item_id(space=space, raw=work_item_id) if work_item_id is not None else None
     index = catalog_index(space, version=catalog_version)
     scores = tuple(index.scores(tokens(title)))
     bound = explicit or decide(scores)
-    if bound is None and not normalize_title(title):
+    if not normalize_title(title):
         raise InvalidRequest(
-            "The title is empty after normalization, so no conflict key can be formed.",
-            fields={"title": ["Must contain something besides white space."]},
+            "The title has nothing visible once white space and invisible characters are removed.",
+            fields={"title": ["Must contain something visible."]},
         )
     target = task_target(space.slug, work_item_id=bound, title=title)
     return BindResult(bound, scores, ConflictKey(ConflictKind.CREATE_TASK, target, delivery_mode))
