@@ -16,9 +16,14 @@ from typing import Any, Callable
 from spaces.client import SpacesClient, SpacesRefusal, SpacesUnavailable
 
 
+def one_line(text: str) -> str:
+    """A title as one line, whatever it holds: each line break shows as ⏎."""
+    return " ⏎ ".join(text.splitlines()) if ("\n" in text or "\r" in text) else text
+
+
 def describe_task(task: dict) -> str:
     slot = f" [{task['work_item_id']}]" if task.get("work_item_id") else ""
-    return f"task {task['id']}{slot} ({task['status']}, cycle {task['cycle']}): {task['title']}"
+    return f"task {task['id']}{slot} ({task['status']}, cycle {task['cycle']}): {one_line(task['title'])}"
 
 
 def readable(command: str, result: Any) -> str:
@@ -52,7 +57,8 @@ def readable(command: str, result: Any) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spaces", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print the service's JSON instead of a summary")
-    parser.add_argument("--tries", type=int, default=5, help="tries for transient failures (default 5)")
+    parser.add_argument("--deadline", type=float, default=60.0,
+                        help="seconds to keep retrying transient failures with the same Idempotency-Key (default 60)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("create", help="create a task (a 409 names the task that already holds the work)")
@@ -115,18 +121,35 @@ def main(argv: list[str] | None = None) -> int:
         print("spaces: set SPACES_URL (e.g. http://127.0.0.1:8000/v1/spaces/agent-lab) and SPACES_KEY", file=sys.stderr)
         return 2
     try:
-        client = SpacesClient(url, key, tries=args.tries)
+        client = SpacesClient(url, key, deadline=args.deadline)
         result = call(client, args)
     except SpacesRefusal as refusal:
-        print(json.dumps(refusal.body, indent=2) if args.json else f"refused: {refusal}", file=sys.stdout)
-        if not args.json and refusal.body.get("winner"):
-            print(f"winner: {json.dumps(refusal.body['winner'])}")
+        out(json.dumps(refusal.body, indent=2) if args.json else refused(refusal))
         return 1
     except (SpacesUnavailable, ValueError) as exc:
         print(f"spaces: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(result, indent=2) if args.json else readable(args.command, result))
+    out(json.dumps(result, indent=2) if args.json else readable(args.command, result))
     return 0
+
+
+def refused(refusal: SpacesRefusal) -> str:
+    """The refusal, with what it names: the winner of a conflict, the fields of a 422."""
+    lines = [f"refused: {refusal}"]
+    if refusal.body.get("winner"):
+        lines.append(f"winner: {json.dumps(refusal.body['winner'])}")
+    for field, problems in (refusal.body.get("fields") or {}).items():
+        lines.append(f"  {field}: {'; '.join(map(str, problems)) if isinstance(problems, list) else problems}")
+    return "\n".join(lines)
+
+
+def out(text: str) -> None:
+    """Print, and leave quietly when the reader has gone (``spaces tasks | head``)."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
 
 
 if __name__ == "__main__":

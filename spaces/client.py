@@ -1,9 +1,11 @@
 """A small Python client for the Spaces API that makes retries safe (no Django import).
 
 Every mutating call sends one ``Idempotency-Key`` and reuses it on each retry of a
-transient failure (connection errors, ``409 conflict_key_reserved``,
-``409 idempotency_in_progress``, ``429``, ``503``), so a retried create is never a second
-task. Refusals raise ``SpacesRefusal`` carrying the service's JSON body.
+transient failure (connection errors, any ``5xx``, ``429``, ``409 conflict_key_reserved``,
+``409 idempotency_in_progress``), waiting as the answer says (``Retry-After``,
+``retry_after_ms``) until a deadline (60 s by default), so a retried create is never a
+second task and a blip of the server is ridden out. Refusals raise ``SpacesRefusal``
+carrying the service's JSON body.
 
     client = SpacesClient("http://127.0.0.1:8000/v1/spaces/agent-lab", key)
     task = client.create_task("Build a benchmark for code review agents")
@@ -18,7 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 
 RETRYABLE_CODES = {"conflict_key_reserved", "idempotency_in_progress"}
-RETRYABLE_STATUSES = {429, 502, 503, 504}
+DEFAULT_DEADLINE = 60.0
 
 
 class SpacesRefusal(Exception):
@@ -30,42 +32,45 @@ class SpacesRefusal(Exception):
 
 
 class SpacesUnavailable(Exception):
-    """No answer after every try (connection failures or transient refusals)."""
+    """No answer before the deadline (connection failures or transient refusals)."""
 
 
 class SpacesClient:
-    def __init__(self, space_url: str, key: str, *, tries: int = 5, timeout: float = 10.0,
+    def __init__(self, space_url: str, key: str, *, deadline: float = DEFAULT_DEADLINE, timeout: float = 10.0,
                  transport: httpx.BaseTransport | None = None):
         parts = urlsplit(space_url.rstrip("/"))
         if "/v1/spaces/" not in parts.path:
             raise ValueError("the space URL looks like http://host:8000/v1/spaces/<slug>")
         self.space_path = parts.path
-        self.tries = max(1, tries)
+        self.deadline = max(0.0, deadline)
         self.http = httpx.Client(base_url=f"{parts.scheme}://{parts.netloc}", timeout=timeout, transport=transport,
                                  headers={"Authorization": f"Bearer {key}", "Accept": "application/json"})
 
     # --- transport ------------------------------------------------------------------------
 
     def request(self, method: str, path: str, body: Any = None, *, params: dict | None = None) -> Any:
-        """One logical call; POSTs carry one Idempotency-Key across all of their tries."""
+        """One logical call; POSTs carry one Idempotency-Key across all of their tries, which go on
+        while the failure is transient and the deadline allows."""
         headers = {"Idempotency-Key": str(uuid.uuid4())} if method == "POST" else {}
-        last_error: str = ""
-        for attempt in range(self.tries):
+        ends = time.monotonic() + self.deadline
+        attempt = 0
+        while True:
             try:
                 response = self.http.request(method, path, json=body, params=params, headers=headers)
             except httpx.TransportError as exc:
-                last_error = f"{type(exc).__name__}: {exc}"
-                time.sleep(backoff(attempt))
-                continue
-            if response.status_code < 400:
-                return response.json() if response.content else None
-            answer = parse(response)
-            if response.status_code in RETRYABLE_STATUSES or answer.get("code", answer.get("error")) in RETRYABLE_CODES:
+                last_error, wait = f"{type(exc).__name__}: {exc}", backoff(attempt)
+            else:
+                if response.status_code < 400:
+                    return response.json() if response.content else None
+                answer = parse(response)
+                if not retryable(response.status_code, answer):
+                    raise SpacesRefusal(response.status_code, answer)
                 last_error = f"{response.status_code} {answer.get('code') or answer.get('error')}"
-                time.sleep(wait_for(response, answer, attempt))
-                continue
-            raise SpacesRefusal(response.status_code, answer)
-        raise SpacesUnavailable(f"no answer after {self.tries} tries ({last_error})")
+                wait = wait_for(response, answer, attempt)
+            attempt += 1
+            if time.monotonic() + wait > ends:
+                raise SpacesUnavailable(f"no answer within {self.deadline:g} s after {attempt} tries ({last_error})")
+            time.sleep(wait)
 
     def space(self, suffix: str = "") -> str:
         return self.space_path + suffix
@@ -123,6 +128,12 @@ def parse(response: httpx.Response) -> dict:
     except ValueError:
         body = None
     return body if isinstance(body, dict) else {"error": f"http_{response.status_code}", "detail": response.text[:200]}
+
+
+def retryable(status: int, body: dict) -> bool:
+    """What a retry with the same Idempotency-Key may change: a server error, a rate limit, or
+    another request of the same work still under way (SPEC §7.1)."""
+    return status >= 500 or status == 429 or body.get("code", body.get("error")) in RETRYABLE_CODES
 
 
 def backoff(attempt: int) -> float:

@@ -48,7 +48,7 @@ def test_the_agent_flow_and_exit_codes():
         assert spaces_cli(base, "sk_wrong_key", "tasks").returncode == 1  # 401 is a refusal
         assert spaces_cli(base, writer, "frobnicate").returncode == 2  # usage
     assert Task.objects.get().status == "done"
-    unreachable = spaces_cli("http://127.0.0.1:9", writer, "--tries", "1", "tasks")
+    unreachable = spaces_cli("http://127.0.0.1:9", writer, "--deadline", "0.5", "tasks")
     assert unreachable.returncode == 2
 
 
