@@ -3,8 +3,8 @@ against baselines served by the same gunicorn (2 sync workers) in the same run.
 
     .venv/bin/python benchmarks/allocation_bench.py [--seconds 3] [--repeats 3] [--each]
 
-Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, default
-postgres://postgres@127.0.0.1:5432/spaces_bench), dropped and re-created. Prints every
+Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, by default the embedded server in
+.postgres/bench), dropped and re-created. Prints every
 figure; asserts nothing (speed is measured, not asserted).
 """
 from __future__ import annotations

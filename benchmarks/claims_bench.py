@@ -6,8 +6,8 @@ agents; then `next` with 1,000,000 finished tasks in the table against 10,000.
     .venv/bin/python benchmarks/claims_bench.py --agents 8 --skip-million   # one quick comparison
     BENCH_WORKERS=5 .venv/bin/python benchmarks/claims_bench.py   # another gunicorn worker count
 
-Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, default
-postgres://postgres@127.0.0.1:5432/spaces_bench). Prints figures; asserts nothing.
+Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, by default the embedded server in
+.postgres/bench). Prints figures; asserts nothing.
 """
 from __future__ import annotations
 

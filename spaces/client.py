@@ -7,17 +7,20 @@ transient failure (connection errors, any ``5xx``, ``429``, ``409 conflict_key_r
 second task and a blip of the server is ridden out. Refusals raise ``SpacesRefusal``
 carrying the service's JSON body.
 
+Only the standard library (``http.client``): agents call the CLI hundreds of times a day,
+and an HTTP library's import alone cost more than the request.
+
     client = SpacesClient("http://127.0.0.1:8000/v1/spaces/agent-lab", key)
     task = client.create_task("Build a benchmark for code review agents")
 """
 from __future__ import annotations
 
+import http.client
+import json
 import time
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
-
-import httpx
+from urllib.parse import urlencode, urlsplit
 
 RETRYABLE_CODES = {"conflict_key_reserved", "idempotency_in_progress"}
 DEFAULT_DEADLINE = 60.0
@@ -36,15 +39,32 @@ class SpacesUnavailable(Exception):
 
 
 class SpacesClient:
-    def __init__(self, space_url: str, key: str, *, deadline: float = DEFAULT_DEADLINE, timeout: float = 10.0,
-                 transport: httpx.BaseTransport | None = None):
+    def __init__(self, space_url: str, key: str, *, deadline: float = DEFAULT_DEADLINE, timeout: float = 10.0):
         parts = urlsplit(space_url.rstrip("/"))
-        if "/v1/spaces/" not in parts.path:
+        if "/v1/spaces/" not in parts.path or parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("the space URL looks like http://host:8000/v1/spaces/<slug>")
         self.space_path = parts.path
         self.deadline = max(0.0, deadline)
-        self.http = httpx.Client(base_url=f"{parts.scheme}://{parts.netloc}", timeout=timeout, transport=transport,
-                                 headers={"Authorization": f"Bearer {key}", "Accept": "application/json"})
+        self.scheme, self.host, self.port, self.timeout = parts.scheme, parts.hostname, parts.port, timeout
+        self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        self.connection: http.client.HTTPConnection | None = None
+
+    def send(self, method: str, path: str, body: Any, params: dict | None, headers: dict) -> "Reply":
+        """One HTTP exchange on a kept-alive connection (a new one after any failure)."""
+        if self.connection is None:
+            kind = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            self.connection = kind(self.host, self.port, timeout=self.timeout)
+        data = None if body is None else json.dumps(body).encode()
+        target = path + (f"?{urlencode(params)}" if params else "")
+        try:
+            self.connection.request(method, target, body=data, headers={
+                **self.headers, **headers, **({"Content-Type": "application/json"} if data is not None else {})})
+            response = self.connection.getresponse()
+            return Reply(response.status, dict(response.headers), response.read())
+        except BaseException:
+            self.connection.close()
+            self.connection = None
+            raise
 
     # --- transport ------------------------------------------------------------------------
 
@@ -56,17 +76,17 @@ class SpacesClient:
         attempt = 0
         while True:
             try:
-                response = self.http.request(method, path, json=body, params=params, headers=headers)
-            except httpx.TransportError as exc:
+                reply = self.send(method, path, body, params, headers)
+            except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
                 last_error, wait = f"{type(exc).__name__}: {exc}", backoff(attempt)
             else:
-                if response.status_code < 400:
-                    return response.json() if response.content else None
-                answer = parse(response)
-                if not retryable(response.status_code, answer):
-                    raise SpacesRefusal(response.status_code, answer)
-                last_error = f"{response.status_code} {answer.get('code') or answer.get('error')}"
-                wait = wait_for(response, answer, attempt)
+                if reply.status < 400:
+                    return json.loads(reply.content) if reply.content else None
+                answer = reply.problem()
+                if not retryable(reply.status, answer):
+                    raise SpacesRefusal(reply.status, answer)
+                last_error = f"{reply.status} {answer.get('code') or answer.get('error')}"
+                wait = wait_for(reply, answer, attempt)
             attempt += 1
             if time.monotonic() + wait > ends:
                 raise SpacesUnavailable(f"no answer within {self.deadline:g} s after {attempt} tries ({last_error})")
@@ -122,12 +142,22 @@ class SpacesClient:
         return self.request("GET", "/v1/notifications", params={"unread": "true"} if unread else None)
 
 
-def parse(response: httpx.Response) -> dict:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    return body if isinstance(body, dict) else {"error": f"http_{response.status_code}", "detail": response.text[:200]}
+class Reply:
+    """One HTTP answer. (A plain class: importing dataclasses costs a CLI call ~10 ms.)"""
+
+    __slots__ = ("status", "headers", "content")
+
+    def __init__(self, status: int, headers: dict[str, str], content: bytes) -> None:
+        self.status, self.headers, self.content = status, headers, content
+
+    def problem(self) -> dict:
+        """The refusal's JSON body, or one made up for a body that is not (a proxy's page, say)."""
+        try:
+            body = json.loads(self.content)
+        except ValueError:
+            body = None
+        return body if isinstance(body, dict) else {
+            "error": f"http_{self.status}", "detail": self.content[:200].decode("utf-8", "replace")}
 
 
 def retryable(status: int, body: dict) -> bool:
@@ -140,10 +170,10 @@ def backoff(attempt: int) -> float:
     return min(0.2 * (2**attempt), 5.0)
 
 
-def wait_for(response: httpx.Response, body: dict, attempt: int) -> float:
+def wait_for(reply: Reply, body: dict, attempt: int) -> float:
     if isinstance(body.get("retry_after_ms"), int):
         return min(body["retry_after_ms"] / 1000, 10.0)
     try:
-        return min(float(response.headers.get("Retry-After", "")), 10.0)
+        return min(float({k.lower(): v for k, v in reply.headers.items()}.get("retry-after", "")), 10.0)
     except ValueError:
         return backoff(attempt)
