@@ -4,6 +4,8 @@ after the first touch goes through ``allocation.settlement.observe``.
 """
 from __future__ import annotations
 
+import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -62,6 +64,16 @@ def is_transient(status: int, body: Any) -> bool:
     return status == 409 and isinstance(body, dict) and body.get("code") in TRANSIENT_CODES
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(body: Any) -> Any:
+    """``body`` as PostgreSQL's jsonb takes it: a refusal may echo the request's lone surrogates
+    (valid JSON escapes, not valid Unicode), which are stored as U+FFFD."""
+    text = json.dumps(body, ensure_ascii=False)
+    return json.loads(LONE_SURROGATE.sub("\ufffd", text)) if LONE_SURROGATE.search(text) else body
+
+
 def settle_operation(*, operation: Operation, status: int, body: Any, headers: dict[str, str],
                      secret: dict[str, Any] | None = None) -> bool:
     """Report what the attempt holding ``operation.lease_epoch`` observed; True if it settled.
@@ -70,8 +82,8 @@ def settle_operation(*, operation: Operation, status: int, body: Any, headers: d
     the operation with the response to replay.
     """
     kind = ObservationKind.TRANSIENT if is_transient(status, body) else ObservationKind.SUCCESS
-    settled = observe(operation=operation, report=Report.for_attempt(operation, kind, status=status, body=body,
-                                                                      headers=headers, secret=secret))
+    report = Report.for_attempt(operation, kind, status=status, body=storable(body), headers=headers, secret=secret)
+    settled = observe(operation=operation, report=report)
     return settled.verdict == ObservationVerdict.APPLIED
 
 

@@ -12,6 +12,7 @@ from common.problems import problem_response
 from common.refusals import InvalidRequest, MalformedJson, NotFound, PayloadTooLarge
 
 MAX_JSON_DEPTH = 64
+MAX_PATH = 500  # no route's path is longer (slugs ≤ 64, ids ≤ 19 digits); an operation stores its path
 GUARDED = ("/v1/", "/mcp")
 
 
@@ -48,7 +49,7 @@ class RequestBodyLimitMiddleware:
         if not request.path.startswith(GUARDED):
             return self.get_response(request)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if "\x00" in request.path:
+        if "\x00" in request.path or len(request.path) > MAX_PATH:
             return problem_response(NotFound("No such route. The API lives under /v1/; see /v1/docs."))
         if any("\x00" in name or any("\x00" in value for value in values) for name, values in request.GET.lists()):
             return problem_response(InvalidRequest("The query string holds a NUL character.",
