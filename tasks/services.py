@@ -32,6 +32,15 @@ def record_event(*, task: Task, kind: str, actor: Member | None, **details: Any)
     return TaskEvent.objects.create(space_id=task.space_id, task=task, kind=kind, actor=actor, details=details)
 
 
+@dataclass
+class CreateIntent:
+    """A create intent between its two transactions (SPEC §4.5): bound, keyed and reserved."""
+
+    task: Task
+    key: ConflictKey
+    reservation: object
+
+
 def create_task(
     *,
     space: Space,
@@ -51,6 +60,16 @@ def create_task(
     ``catalog_version`` is the space's catalog version as this request read it (the key
     lookup loads the space with it); without it the version is read here.
     """
+    intent = reserve_task(space=space, actor=actor, title=title, body=body, delivery_mode=delivery_mode,
+                          work_item_id=work_item_id, attempt=attempt, catalog_version=catalog_version)
+    if attempt is not None:
+        attempt.commit_reservation()
+    return mutate_task(intent, attempt=attempt)
+
+
+def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_item_id: str | None,
+              catalog_version: int | None) -> tuple[Task, ConflictKey]:
+    """The task a create intent would insert, bound and keyed (SPEC §4.2–§4.3); writes nothing."""
     if catalog_version is None:
         catalog_version = current_catalog_version(space.pk)
     bound = allocation.bind_title(
@@ -61,30 +80,36 @@ def create_task(
     digest = payload_sha256(
         {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id}
     )
-    reservation = allocation.reserve(
-        space=space,
-        key=key,
-        member=actor,
-        payload_sha256=digest,
-        work_item_id=bound.work_item_id,
-        operation=attempt.operation if attempt else None,
-        task_winner_sql=TASK_WINNER_SQL,
-    )
-    if attempt is not None:
-        attempt.commit_reservation()
     task = Task(
-        space=space,
-        title=title,
-        body=body,
-        delivery_mode=delivery_mode,
-        work_item_id=bound.work_item_id,
-        conflict_kind=key.kind,
-        conflict_target=key.target,
-        status=TaskStatus.OPEN,
-        creator=actor,
-        received_seq=reservation.received_seq,
-        payload_sha256=digest,
+        space=space, title=title, body=body, delivery_mode=delivery_mode, work_item_id=bound.work_item_id,
+        conflict_kind=key.kind, conflict_target=key.target, status=TaskStatus.OPEN, payload_sha256=digest,
     )
+    return task, key
+
+
+def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
+                 delivery_mode: str = DeliveryMode.RESULT, work_item_id: str | None = None,
+                 attempt: Attempt | None = None, catalog_version: int | None = None) -> CreateIntent:
+    """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve."""
+    task, key = bind_task(space=space, title=title, body=body, delivery_mode=delivery_mode,
+                          work_item_id=work_item_id, catalog_version=catalog_version)
+    return reserve_bound(task, key, actor=actor, attempt=attempt)
+
+
+def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, attempt: Attempt | None) -> CreateIntent:
+    space = task.space
+    task.creator = actor
+    reservation = allocation.reserve(
+        space=space, key=key, member=actor, payload_sha256=task.payload_sha256, work_item_id=task.work_item_id,
+        operation=attempt.operation if attempt else None, task_winner_sql=TASK_WINNER_SQL,
+    )
+    task.received_seq = reservation.received_seq
+    return CreateIntent(task, key, reservation)
+
+
+def mutate_task(intent: CreateIntent, *, attempt: Attempt | None = None) -> Task:
+    """The second transaction of a create: the task and its occupancy, or the 409 that applies."""
+    task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
     try:
         created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, attempt=attempt)
     except IntegrityError:
@@ -178,16 +203,44 @@ def create_tasks_window(
     *, space: Space, actor: Member, proposals: list[dict], attempt: Attempt | None = None,
     catalog_version: int | None = None,
 ) -> list[WindowResult]:
-    """SPEC §4.7: each proposal in array order, each answered as a single create would be."""
-    results = []
+    """SPEC §4.7: each proposal in array order, each answered as a single create would be.
+
+    Every proposal is reserved first, in order, and the reservations commit together; then
+    the tasks are inserted in order in one transaction, which under an idempotent attempt is
+    the one that commits the window's answer, so a crash never leaves some of a window's
+    tasks without it. A proposal whose key an earlier proposal of the window takes is
+    answered as a single create after that one would be: the earlier one's task, or its
+    refusal.
+    """
+    outcomes: list[CreateIntent | DomainError | int] = []  # an int: the index of the proposal it follows
+    first_with_key: dict[ConflictKey, int] = {}
     for index, proposal in enumerate(proposals):
         try:
-            task = create_task(space=space, actor=actor, attempt=attempt, catalog_version=catalog_version,
-                               **proposal)
+            task, key = bind_task(space=space, catalog_version=catalog_version, **{
+                "body": "", "delivery_mode": DeliveryMode.RESULT, "work_item_id": None, **proposal})
+            if key in first_with_key:
+                outcomes.append(first_with_key[key])
+                continue
+            first_with_key[key] = index
+            outcomes.append(reserve_bound(task, key, actor=actor, attempt=attempt))
         except DomainError as error:
+            outcomes.append(error)
+    if attempt is not None and any(isinstance(o, CreateIntent) for o in outcomes):
+        attempt.commit_reservation()
+    results: list[WindowResult] = []
+    for index, outcome in enumerate(outcomes):
+        if isinstance(outcome, CreateIntent):
+            try:
+                results.append(WindowResult(index, 201, mutate_task(outcome, attempt=attempt), None))
+            except DomainError as error:
+                results.append(WindowResult(index, error.http_status, None, error))
+        elif isinstance(outcome, int):
+            leader = results[outcome]
+            error = leader.error if leader.task is None else allocation.occupant_error(
+                outcomes[outcome].key, task_number=leader.task.number, task_status=leader.task.status)
             results.append(WindowResult(index, error.http_status, None, error))
         else:
-            results.append(WindowResult(index, 201, task, None))
+            results.append(WindowResult(index, outcome.http_status, None, outcome))
     return results
 
 

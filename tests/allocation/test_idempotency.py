@@ -4,7 +4,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
 from django.utils import timezone
 
 from allocation.conflict_keys import ConflictKey
@@ -208,3 +207,38 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
     monkeypatch.setattr(Attempt, "commit_reservation", real_commit)
     retried = post(writer, "k1")
     assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
+
+
+def test_a_window_that_crashes_midway_leaves_no_task_without_its_answer(writer, space, monkeypatch):
+    """All of a window's tasks commit with its answer: a crash at its second task leaves none of
+    them, and the retry answers every proposal 201, never 409 against its own work."""
+    from tasks import services
+
+    proposals = {"proposals": [{"title": "Retry policy"}, {"title": "Write the onboarding guide"},
+                               {"title": "Token spend dashboard"}]}
+    real_mutate = services.mutate_task
+    calls = []
+
+    def crash_at_the_second(intent, **kwargs):
+        calls.append(intent.task.title)
+        if len(calls) == 2:
+            raise RuntimeError("the worker dies")
+        return real_mutate(intent, **kwargs)
+
+    monkeypatch.setattr(services, "mutate_task", crash_at_the_second)
+    writer.api.client.raise_request_exception = False  # answer the crash as a server would: a 500
+    crashed = post(writer, "w1", proposals, path=f"{S}/tasks/window")
+    assert crashed.status_code == 500 and not Task.objects.exists()
+    assert Reservation.objects.count() == 3  # the window's first transaction: its retry takes them over
+    monkeypatch.setattr(services, "mutate_task", real_mutate)
+    retried = post(writer, "w1", proposals, path=f"{S}/tasks/window")
+    assert [r["status"] for r in retried.json()["results"]] == [201, 201, 201]
+    assert Task.objects.count() == 3 and not Reservation.objects.exists()
+
+
+def test_a_window_answers_a_repeated_key_as_a_single_create_would(writer):
+    response = post(writer, "w2", {"proposals": [{"title": "Retry policy"}, {"title": "retry  POLICY"},
+                                                 {"title": "Write the onboarding guide"}]}, path=f"{S}/tasks/window")
+    results = response.json()["results"]
+    assert [r["status"] for r in results] == [201, 409, 201]
+    assert results[1]["body"]["winner"] == {"type": "task", "id": results[0]["body"]["number"], "status": "open"}
