@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "spaces",
     "allocation",
     "tasks",
@@ -55,6 +56,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the app folders themselves (no collectstatic step needed), compressed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "spaces.middleware.RequestBodyLimitMiddleware",
     # Sessions, login and messages step aside on the API's /v1/ paths (spaces.browser_middleware).
     "spaces.browser_middleware.SessionMiddleware",
@@ -115,7 +118,14 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise serves the apps' static files straight from their folders (WHITENOISE_USE_FINDERS),
+# so no collectstatic step is needed; set DJANGO_STATIC_ROOT to collect them somewhere instead.
+STATIC_ROOT = os.environ.get("DJANGO_STATIC_ROOT") or None
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
 
 # SPEC §3: a request body is at most 1 MiB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
@@ -139,6 +149,10 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/v1",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # Swagger UI from our own static files (drf-spectacular-sidecar), never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # The MCP front: stateless streamable HTTP, so any server process can answer.

@@ -178,3 +178,15 @@ def test_schema_and_docs_are_served(anonymous):
     schema = anonymous.get("/v1/schema")
     assert schema.status_code == 200 and b"/v1/spaces/{slug}/tasks" in schema.content
     assert anonymous.get("/v1/docs").status_code == 200
+
+
+def test_the_server_serves_its_own_static_files_and_the_docs_load_nothing_from_outside(anonymous):
+    from django.test import Client
+
+    browser = Client()
+    assert browser.get("/static/admin/css/base.css").status_code == 200  # debug is off in the tests
+    docs = browser.get("/v1/docs").content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in docs
+    assert "cdn" not in docs.lower() and "https://" not in docs
+    script = docs.split('src="')[1].split('"')[0]
+    assert browser.get(script).status_code == 200
