@@ -95,6 +95,8 @@ def test_load_demo_builds_agent_lab_with_a_steward_key():
     key = authenticate_key(output.strip().splitlines()[-1])
     assert key.member.role == "steward" and key.space.slug == "agent-lab"
     assert key.space.charter_items.count() == 3
-    run("load_demo")  # running it again refreshes the space instead of failing
+    again = authenticate_key(run("load_demo").strip().splitlines()[-1])  # refreshes instead of failing
     assert Space.objects.filter(slug="agent-lab").count() == 1
-    assert ApiKey.objects.count() == 2
+    assert again.member == key.member and key.member.space.members.count() == 1  # one demo steward
+    assert authenticate_key(output.strip().splitlines()[-1]) is None  # the earlier key is revoked
+    assert ApiKey.objects.filter(revoked_at=None).count() == 1

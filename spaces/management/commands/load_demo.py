@@ -5,13 +5,16 @@ from django.db import transaction
 
 from spaces import services
 from spaces.catalog_files import read_catalog_file
-from spaces.models import Space
+from spaces.models import Member, Role, Space
+
+DEMO_STEWARD = "demo-steward"
 
 DEMO_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "agent-lab.json"
 
 
 class Command(BaseCommand):
-    help = "Create (or refresh) the agent-lab demo space with its catalog and print a new steward key (last line)."
+    help = ("Create (or refresh) the agent-lab demo space with its catalog, and print a fresh key for its one "
+            "demo steward (last line); the steward's earlier keys are revoked (only their hashes are kept).")
 
     def handle(self, *args, **options):
         rows = read_catalog_file(DEMO_FILE)
@@ -20,7 +23,10 @@ class Command(BaseCommand):
                 slug="agent-lab", name="Agent lab"
             )
             services.import_catalog(space=space, rows=rows)
-            steward = services.add_member(space=space, role="steward")
+            steward = Member.objects.filter(space=space, name=DEMO_STEWARD).first() or services.add_member(
+                space=space, role=Role.STEWARD, name=DEMO_STEWARD)
+            for key in steward.api_keys.filter(revoked_at=None):
+                services.revoke_key(key=key)
             _, raw = services.issue_key(member=steward)
         self.stdout.write(f"Space agent-lab ready with {len(rows)} catalog rows; steward {steward.name}:")
         self.stdout.write(raw)
