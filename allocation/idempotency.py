@@ -19,15 +19,11 @@ from allocation.models import (
     Operation,
     OperationState,
 )
-from allocation.settlement import Report, observe
+from allocation.settlement import Report, lease_seconds, observe
 from spaces.fingerprints import request_fingerprint  # noqa: F401  (the runner's, and join's)
 from spaces.models import ApiKey
 
 TRANSIENT_CODES = frozenset({"conflict_key_reserved"})
-
-
-def lease_seconds() -> int:
-    return settings.SPACES_OPERATION_LEASE_SECONDS
 
 
 def check_tuple(operation: Operation, *, api_key: ApiKey, idempotency_key: str, fingerprint: str) -> None:
