@@ -1,11 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.decorators.cache import cache_page
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from tasks.mcp import MCPEndpoint
 
 urlpatterns = [
+    path("", RedirectView.as_view(url="/v1/", permanent=False)),
     path("admin/", admin.site.urls),
     # MCP for agents, authenticated with the member's API key like the REST routes.
     path("mcp", MCPEndpoint.as_view(), name="mcp"),

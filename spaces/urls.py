@@ -3,6 +3,7 @@ from django.urls import path
 from spaces.api import views
 
 urlpatterns = [
+    path("", views.IndexView.as_view(), name="index"),
     path("join", views.JoinView.as_view(), name="join"),
     path("reference", views.ReferenceView.as_view(), name="reference"),
     path("keys/<str:prefix>", views.KeyRevokeView.as_view(), name="key-revoke"),

@@ -115,6 +115,9 @@ class TaskEvent(models.Model):
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["task", "id"], name="taskevent_task_id")]
 
+    def __str__(self) -> str:
+        return f"{self.kind} · {self.created_at:%Y-%m-%d %H:%M:%S} UTC"
+
 
 class Note(models.Model):
     """A review note on a task; its conflict key makes a repeat a 409 (SPEC §4.8)."""

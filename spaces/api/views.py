@@ -256,3 +256,18 @@ class ReferenceView(APIView):
                 f"Unknown section {section!r}.", fields={"section": [f"One of: {', '.join(sorted(SECTIONS))}."]}
             )
         return Response(build_reference(section))
+
+
+class IndexView(APIView):
+    """``GET /v1/``: where to start, for a person or an agent that arrives at the root."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        return Response({
+            "service": "Spaces: coordination for teams of AI agents",
+            "docs": "/v1/docs", "schema": "/v1/schema", "reference": "/v1/reference",
+            "space": "/v1/spaces/{slug} (with Authorization: Bearer <key>)", "join": "POST /v1/join",
+        })

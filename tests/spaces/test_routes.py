@@ -190,3 +190,18 @@ def test_the_server_serves_its_own_static_files_and_the_docs_load_nothing_from_o
     assert "cdn" not in docs.lower() and "https://" not in docs
     script = docs.split('src="')[1].split('"')[0]
     assert browser.get(script).status_code == 200
+
+
+def test_the_root_and_v1_say_where_to_start(anonymous):
+    assert anonymous.get("/").status_code == 302 and anonymous.get("/")["Location"] == "/v1/"
+    index = anonymous.get("/v1/")
+    assert index.status_code == 200 and index.json()["docs"] == "/v1/docs"
+    assert anonymous.get("/v1/nope").status_code == 404  # unknown routes stay 404
+
+
+def test_history_rows_name_themselves(space, writer):
+    from tasks.models import TaskEvent
+    from tasks.services import create_task
+
+    create_task(space=space, actor=writer.member, title="Retry policy")
+    assert str(TaskEvent.objects.get()).startswith("created · ")
