@@ -25,7 +25,7 @@ def insert_unless_conflict(
     meta = instance._meta
     quote = connection.ops.quote_name
     sql_values = sql_values or {}
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    fields = written_fields(instance)
     columns = ", ".join(quote(f.column) for f in fields)
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     params = [f.get_db_prep_save(f.pre_save(instance, add=True), db) for f in fields if f.name not in sql_values]
@@ -52,12 +52,17 @@ def insert_unless_conflict(
     return True
 
 
+def written_fields(model: type[models.Model] | models.Model) -> list[models.Field]:
+    """The columns an insert writes: all but the key and those PostgreSQL generates."""
+    return [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
+
+
 def insert_select(model: type[models.Model], values: dict[str, str]) -> str:
     """``INSERT INTO table (every column but the key) SELECT …`` with one SQL expression per
     field name, for hand-written statements: the column list comes from the model, so a new
     column without an expression fails here, in every test, rather than in production."""
     quote = connection.ops.quote_name
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    fields = written_fields(model)
     missing = [f.name for f in fields if f.name not in values]
     if missing:
         raise KeyError(f"{model.__name__}: no SQL value for {', '.join(missing)}")

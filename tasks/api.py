@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,19 +17,20 @@ from allocation import services as allocation_services
 from allocation.api import HoldSerializer
 from allocation.models import SlotHold
 from common.problems import translate
-from common.refusals import DomainError, InvalidRequest, NotFound
+from common.refusals import DomainError, NotFound
 from spaces.api.pagination import IdCursorPagination
 from spaces.api.views import SpaceView
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret, reissuer
 from spaces.selectors import as_int, get_member
-from tasks import attempts, claims, exports, selectors, services, stewardship
+from tasks import attempts, claims, exports, graph, selectors, services, stewardship
 from tasks.errors import SurvivorInvalid
-from tasks.filters import TaskFilter
-from tasks.models import Attempt, Export, Notification, TaskStatus
+from tasks.filters import filter_tasks
+from tasks.models import Attempt, Export, Notification
 from tasks.serializers import (
     AssignSerializer,
     AttemptSerializer,
+    BlockerSerializer,
     ClaimSerializer,
     CloseSerializer,
     DoneSerializer,
@@ -44,12 +46,20 @@ from tasks.serializers import (
     TaskDetailSerializer,
     TaskEventSerializer,
     TaskSerializer,
+    TaskUpdateSerializer,
     WindowSerializer,
 )
 
 
 class NumberCursorPagination(IdCursorPagination):
     ordering = "number"
+
+
+class SearchPagination(LimitOffsetPagination):
+    """A ``q`` list is ordered by how well tasks match, so it pages by offset (SPEC §13)."""
+
+    default_limit = IdCursorPagination.page_size
+    max_limit = IdCursorPagination.max_page_size
 
 
 def attempt_of(request: Request):
@@ -63,13 +73,9 @@ class TaskListView(SpaceView):
 
     @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
-        statuses = request.query_params.getlist("status")
-        include = request.query_params.get("include_superseded", "").lower() in ("1", "true", "yes")
-        tasks = selectors.list_tasks(space=self.space, include_superseded=include or TaskStatus.SUPERSEDED in statuses)
-        filtered = TaskFilter(request.query_params, queryset=tasks)
-        if not filtered.is_valid():
-            raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
-        return self.paginate(filtered.qs, TaskSerializer, NumberCursorPagination)
+        tasks, searching = filter_tasks(self.space, request.query_params)
+        return self.paginate(tasks, TaskSerializer, SearchPagination if searching else NumberCursorPagination,
+                             prepare=graph.attach)
 
     @extend_schema(request=TaskCreateSerializer)
     def post(self, request: Request, slug: str) -> Response:
@@ -113,9 +119,39 @@ def run_window(*, space, actor, proposals: list, attempt=None, catalog_version: 
 
 class TaskDetailView(SpaceView):
     serializer_class = TaskDetailSerializer
+    required_roles = {"PATCH": Role.WRITER}  # the creator or a steward: the service checks who
 
     def get(self, request: Request, slug: str, number: str) -> Response:
         return Response(TaskDetailSerializer(task_with_work(self.space, number)).data)
+
+    @extend_schema(request=TaskUpdateSerializer, responses=TaskSerializer)
+    def patch(self, request: Request, slug: str, number: str) -> Response:
+        task = selectors.get_task(space=self.space, number=number)
+        task = services.update_task(task=task, actor=self.member, **self.validated(TaskUpdateSerializer))
+        return Response(TaskSerializer(task).data)
+
+
+class BlockerListView(SpaceView):
+    """``POST …/tasks/{n}/blockers {"task": m}``: task n waits on task m (SPEC §13)."""
+
+    serializer_class = TaskSerializer
+    required_roles = {"POST": Role.WRITER}
+
+    @extend_schema(request=BlockerSerializer, responses={200: TaskSerializer, 201: TaskSerializer})
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        blocker = self.validated(BlockerSerializer)["task"]
+        task, added = graph.add_blocker(space=self.space, number=number, blocker_number=blocker, actor=self.member)
+        return Response(TaskSerializer(task).data, status=status.HTTP_201_CREATED if added else status.HTTP_200_OK)
+
+
+class BlockerDetailView(SpaceView):
+    serializer_class = TaskSerializer
+    required_roles = {"DELETE": Role.WRITER}
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request: Request, slug: str, number: str, blocker: str) -> Response:
+        graph.remove_blocker(space=self.space, number=number, blocker_number=blocker, actor=self.member)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class TaskHistoryView(SpaceView):
@@ -172,7 +208,8 @@ class NextView(SpaceView):
                                             join=data["join"])
             task.refresh_from_db()
             return Response(claimed_body((task, claim)))
-        return Response(claimed_body(claims.claim_next_task(space=self.space, member=self.member)))
+        return Response(claimed_body(claims.claim_next_task(space=self.space, member=self.member,
+                                                            labels=data["labels"])))
 
 
 def claimed_body(claimed) -> dict:

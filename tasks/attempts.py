@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from spaces.models import Member, Post, Space
 from spaces.selectors import as_int
-from tasks import errors
+from tasks import errors, graph
 from tasks.claims import end_claims
 from tasks.lifecycle import (
+    record_event,
     check_task_live,
     live_claims,
     notify,
@@ -34,7 +35,6 @@ from tasks.models import (
     Verdict,
 )
 from tasks.selectors import get_task
-from tasks.services import record_event
 
 
 def cycle_is_contested(task: Task, doer: Member) -> bool:
@@ -117,6 +117,7 @@ def accept(*, task: Task, attempt: Attempt, actor: Member | None) -> None:
     task.updated_at = now
     task.save(update_fields=["status", "updated_at"])
     release_occupancy(task)
+    graph.task_ended(task, actor=actor)
     record_event(task=task, kind=EventKind.ACCEPTED, actor=actor, attempt=attempt.number, post=attempt.post_id,
                  passed=passed_numbers, cycle=task.cycle)
     notify(members=[attempt.member_id], kind=NotificationKind.ATTEMPT_ACCEPTED, task=task, attempt=attempt.number)

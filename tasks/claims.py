@@ -17,10 +17,11 @@ from functools import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from common.sql import insert_select
+from common.sql import insert_select, written_fields
 from spaces.models import Member, Space
-from tasks import errors
+from tasks import errors, graph
 from tasks.lifecycle import (
+    record_event,
     check_task_live,
     check_task_usable,
     live_claims,
@@ -30,6 +31,7 @@ from tasks.lifecycle import (
 from tasks.models import (
     Claim,
     ClaimEnd,
+    Dependency,
     ClaimOrigin,
     EventKind,
     NotificationKind,
@@ -38,7 +40,6 @@ from tasks.models import (
     TaskStatus,
 )
 from tasks.selectors import get_task
-from tasks.services import record_event
 
 
 def claim_expiry(space: Space, now: datetime) -> datetime:
@@ -64,15 +65,18 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
     return claim
 
 
-# `next {}` as one statement: pick the lowest open task with SKIP LOCKED, mark it claimed,
-# insert the claim and its event. An open task has no live claim and no waiting attempt, so
-# "claimed" is exactly what recompute_status would say. Column lists come from the models.
+# `next {}` as one statement: pick the most urgent ready task with SKIP LOCKED (SPEC §13:
+# open, nothing live blocks it, carrying every label asked for; lowest priority, then lowest
+# number), mark it claimed, insert the claim and its event, and answer with the tasks it
+# blocks. An open task has no live claim and no waiting attempt, so "claimed" is exactly
+# what recompute_status would say. Column lists come from the models.
 @cache
 def claim_next_sql() -> tuple[str, list[str]]:
     """The statement, and the task's attribute names in the order it returns the task's columns:
     built once, so each call hands the row straight to ``Task.from_db``."""
     quote = connection.ops.quote_name
     task_table = quote(Task._meta.db_table)
+    edges = quote(Dependency._meta.db_table)
     claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
                     "origin": f"'{ClaimOrigin.NEXT.value}'", "created_at": "%(now)s", "expires_at": "%(expires)s",
                     "ended_at": "NULL", "end_reason": "''"}
@@ -80,19 +84,24 @@ def claim_next_sql() -> tuple[str, list[str]]:
                     "actor": "%(member)s", "created_at": "%(now)s",
                     "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
                                "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
-    fields = Task._meta.concrete_fields
+    fields = written_fields(Task)
     sql = (
-        f"WITH picked AS (SELECT id FROM {task_table} WHERE space_id = %(space)s "
-        f"AND status = '{TaskStatus.OPEN.value}' ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED), "
+        f"WITH picked AS (SELECT t.id FROM {task_table} AS t WHERE t.space_id = %(space)s "
+        f"AND t.status = '{TaskStatus.OPEN.value}' AND t.labels @> %(labels)s::varchar[] "
+        f"AND NOT EXISTS (SELECT 1 FROM {edges} AS d WHERE d.space_id = t.space_id AND d.task_id = t.id) "
+        "ORDER BY t.priority, t.number LIMIT 1 FOR UPDATE OF t SKIP LOCKED), "
         f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
-        "FROM picked WHERE t.id = picked.id RETURNING t.*), "
+        f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
         f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
         f"event AS ({insert_select(TaskEvent, event_values)} FROM claim) "
-        f"SELECT claim.id, creator.name, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
+        f"SELECT claim.id, creator.name, ARRAY(SELECT waiting.number FROM {edges} AS d JOIN {task_table} AS waiting "
+        "ON waiting.id = d.task_id WHERE d.space_id = %(space)s AND d.blocker_id = claim.task_id "
+        "ORDER BY waiting.number), "
+        f"claimed.id, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
         "FROM claim JOIN claimed ON claimed.id = claim.task_id "
         f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
     )
-    return sql, [f.attname for f in fields]
+    return sql, ["id", *(f.attname for f in fields)]
 
 
 @cache
@@ -100,11 +109,12 @@ def claim_attnames() -> list[str]:
     return [f.attname for f in Claim._meta.concrete_fields]
 
 
-def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | None:
-    """The lowest-numbered open task, claimed for the caller; None when there is none.
+def claim_next_task(*, space: Space, member: Member, labels: list[str] = ()) -> tuple[Task, Claim] | None:
+    """The most urgent ready task (with all of ``labels``), claimed for the caller; None when
+    there is none.
 
     SKIP LOCKED passes over rows another transaction is claiming right now instead of
-    queueing behind it, and the partial index task_open_by_number keeps the search small
+    queueing behind it, and the partial index task_open_by_priority keeps the search small
     however many tasks have finished.
     """
     now = timezone.now()
@@ -112,13 +122,14 @@ def claim_next_task(*, space: Space, member: Member) -> tuple[Task, Claim] | Non
     sql, task_attnames = claim_next_sql()
     with connection.cursor() as cursor:
         cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
-                             "expires_iso": expires_at.isoformat()})
+                             "expires_iso": expires_at.isoformat(), "labels": list(labels)})
         row = cursor.fetchone()
     if row is None:
         return None
-    claim_id, creator_name = row[0], row[1]
-    task = Task.from_db(connection.alias, task_attnames, row[2:])
+    claim_id, creator_name, blocks = row[0], row[1], row[2]
+    task = Task.from_db(connection.alias, task_attnames, row[3:])
     task.space = space
+    task.graph = ([], blocks)  # ready, so nothing blocks it
     if task.creator_id is not None:
         # Only what a task's author shows (id, name); other fields load on first use.
         task.creator = Member.from_db(connection.alias, ["id", "space_id", "name"],
@@ -139,6 +150,11 @@ def claim_task(*, space: Space, member: Member, number: object, join: bool = Fal
         mine = live_claims(task).filter(member=member).first()
         if mine is not None:
             return task, mine  # already holding it: claiming again changes nothing
+        blockers = graph.blocker_numbers(task)
+        if blockers:
+            raise errors.TaskBlocked(
+                f"Task {task.number} waits on task(s) {', '.join(map(str, blockers))}: it can be claimed once "
+                "they end.", blocked_by=blockers)
         if task.status == TaskStatus.OPEN:
             return task, open_claim(task=task, member=member, origin=ClaimOrigin.NEXT)
         if task.status in (TaskStatus.CLAIMED, TaskStatus.ASSIGNED):

@@ -127,7 +127,7 @@ class NotTaskCreator(DomainError):
     code = "not_task_creator"
     http_status = 403
     title = "Not the creator"
-    meaning = "Only a steward or the task's creator may withdraw it."
+    meaning = "Only a steward or the task's creator may withdraw it or change its priority and labels."
 
 
 class ExportNotCompleted(DomainError):
@@ -135,3 +135,17 @@ class ExportNotCompleted(DomainError):
     http_status = 409
     title = "Export not completed"
     meaning = "The export has not completed under the tuple it was reserved with; poll it and share once completed."
+
+
+class TaskBlocked(DomainError):
+    code = "task_blocked"
+    http_status = 409
+    title = "Task blocked"
+    meaning = "Live tasks block this one (`blocked_by` names them): it can be claimed once they end or are removed."
+
+
+class DependencyCycle(DomainError):
+    code = "dependency_cycle"
+    http_status = 422
+    title = "Dependency cycle"
+    meaning = "That blocker would close a cycle of waiting tasks; `cycle` lists it as task numbers [n, …, n]."

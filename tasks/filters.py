@@ -1,7 +1,27 @@
+"""List filters for tasks (SPEC §3.1, §13)."""
+import re
+
 import django_filters
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.http import QueryDict
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
-from tasks.models import Task, TaskStatus
+from common.refusals import InvalidRequest
+from tasks import selectors
+from tasks.models import LABEL_PATTERN, PRIORITIES, SEARCH_CONFIG, Dependency, Task, TaskStatus
+
+MAX_QUERY = 500
+LABEL = re.compile(LABEL_PATTERN)
+
+
+def blocked() -> Exists:
+    """A live task blocks this one (SPEC §13): a dependency row names it."""
+    return Exists(Dependency.objects.filter(space_id=OuterRef("space_id"), task_id=OuterRef("pk")))
+
+
+def ready_condition() -> Q:
+    return Q(status=TaskStatus.OPEN) & ~blocked()
 
 
 class TaskFilter(django_filters.FilterSet):
@@ -9,7 +29,51 @@ class TaskFilter(django_filters.FilterSet):
     work_item_id = django_filters.CharFilter()
     delivery_mode = django_filters.ChoiceFilter(choices=TASK_DELIVERY_MODE_CHOICES)
     creator = django_filters.NumberFilter(field_name="creator_id")
+    priority = django_filters.MultipleChoiceFilter(choices=[(str(p), str(p)) for p in PRIORITIES])
+    ready = django_filters.BooleanFilter(method="filter_ready")
+    blocked = django_filters.BooleanFilter(method="filter_blocked")
+    q = django_filters.CharFilter(method="filter_q", max_length=MAX_QUERY)
 
     class Meta:
         model = Task
-        fields = ["status", "work_item_id", "delivery_mode", "creator"]
+        fields = ["status", "work_item_id", "delivery_mode", "creator", "priority", "ready", "blocked", "q"]
+
+    def filter_queryset(self, queryset: QuerySet) -> QuerySet:
+        """The declared filters, then ``label`` (repeatable: tasks carrying all of them)."""
+        labels = [label.lower() for label in self.data.getlist("label")]
+        if any(not LABEL.fullmatch(label) for label in labels):
+            raise InvalidRequest("Bad filter.", fields={"label": [
+                "Each label is 1-40 characters of a-z, 0-9, '.', '_', ':' or '-'."]})
+        queryset = super().filter_queryset(queryset)
+        return queryset.filter(labels__contains=labels) if labels else queryset
+
+    def filter_ready(self, qs: QuerySet, name: str, value: bool | None) -> QuerySet:
+        if value is None:
+            return qs
+        return qs.filter(ready_condition()) if value else qs.exclude(ready_condition())
+
+    def filter_blocked(self, qs: QuerySet, name: str, value: bool | None) -> QuerySet:
+        if value is None:
+            return qs
+        return qs.filter(blocked()) if value else qs.exclude(blocked())
+
+    def filter_q(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """PostgreSQL full-text search over title and body, best match first, then by number."""
+        if not value.strip():
+            return qs
+        query = SearchQuery(value, search_type="websearch", config=SEARCH_CONFIG)
+        return (qs.filter(search=query).annotate(rank=SearchRank(F("search"), query))
+                .order_by("-rank", "number"))
+
+
+def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
+    """A space's tasks as a list's query parameters ask (every front's one reading of them), and
+    whether ``q`` orders them by match (paged by offset) rather than by number."""
+    statuses = params.getlist("status")
+    include = params.get("include_superseded", "").lower() in ("1", "true", "yes")
+    tasks = selectors.list_tasks(space=space, include_superseded=include or TaskStatus.SUPERSEDED in statuses)
+    filtered = TaskFilter(params, queryset=tasks)
+    if not filtered.is_valid():
+        raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
+    searching = bool(filtered.form.cleaned_data.get("q", "").strip())
+    return filtered.qs, searching

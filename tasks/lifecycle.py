@@ -15,6 +15,7 @@ from tasks.models import (
     ClaimOrigin,
     Notification,
     Task,
+    TaskEvent,
     TaskStatus,
 )
 
@@ -24,6 +25,10 @@ def notify(*, members: Iterable[Member | int], kind: str, task: Task | None, **d
     Notification.objects.bulk_create(
         [Notification(space_id=task.space_id, member_id=mid, kind=kind, task=task, details=details) for mid in member_ids]
     )
+
+
+def record_event(*, task: Task, kind: str, actor: Member | None, **details: Any) -> TaskEvent:
+    return TaskEvent.objects.create(space_id=task.space_id, task=task, kind=kind, actor=actor, details=details)
 
 
 def live_claims(task: Task):

@@ -1,6 +1,9 @@
 """Tasks, their history and review notes (SPEC §4, §5, §8)."""
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
@@ -28,6 +31,21 @@ class TaskStatus(models.TextChoices):
 LIVE_STATUSES = (TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.IN_REVIEW)
 TERMINAL_STATUSES = (TaskStatus.DONE, TaskStatus.REJECTED, TaskStatus.WITHDRAWN, TaskStatus.SUPERSEDED)
 
+# SPEC §13: 0 is the most urgent.
+PRIORITIES = range(0, 5)
+DEFAULT_PRIORITY = 2
+MAX_LABELS = 10
+LABEL_PATTERN = r"^[a-z0-9._:-]{1,40}$"
+MAX_BLOCKERS = 50
+# Full-text search (SPEC §13 `q`): one configuration for the stored vector and every query.
+SEARCH_CONFIG = "english"
+
+
+class TaskManager(models.Manager):
+    def get_queryset(self) -> models.QuerySet:
+        # The search vector is for PostgreSQL's eyes (`q`): never fetched with a task.
+        return super().get_queryset().defer("search")
+
 
 class Task(models.Model):
     # No index of its own: task_unique_number_per_space leads with space. Every index
@@ -52,10 +70,20 @@ class Task(models.Model):
     close_reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+    priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
+    labels = ArrayField(models.CharField(max_length=40), size=MAX_LABELS, default=list, blank=True)
+    # Kept by PostgreSQL from the title and body, for `q` (SPEC §13).
+    search = models.GeneratedField(
+        expression=SearchVector("title", "body", config=SEARCH_CONFIG),
+        output_field=SearchVectorField(), db_persist=True,
+    )
+
+    objects = TaskManager()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["space", "number"], name="task_unique_number_per_space"),
+            models.CheckConstraint(condition=Q(priority__lte=max(PRIORITIES)), name="task_priority_valid"),
             models.CheckConstraint(condition=Q(status__in=TaskStatus.values), name="task_status_valid"),
             models.CheckConstraint(
                 condition=Q(delivery_mode__in=[m.value for m in TASK_DELIVERY_MODES]), name="task_delivery_mode_valid"
@@ -65,9 +93,11 @@ class Task(models.Model):
             ),
         ]
         indexes = [
-            # `next` reads the lowest open task of a space: keep that index small however many
-            # tasks have finished (a partial index on open tasks only).
-            models.Index(fields=["space", "number"], name="task_open_by_number", condition=Q(status="open")),
+            # `next` reads the most urgent open task of a space: keep that index small however many
+            # tasks have finished (a partial index on open tasks only), in the order `next` hands out.
+            models.Index(fields=["space", "priority", "number"], name="task_open_by_priority",
+                         condition=Q(status="open")),
+            GinIndex(fields=["search"], name="task_search"),
             models.Index(fields=["space", "conflict_kind", "conflict_target", "delivery_mode"], name="task_conflict_key"),
             models.Index(fields=["space", "status", "number"], name="task_space_status_number"),
         ]
@@ -81,6 +111,24 @@ class Task(models.Model):
 
     def conflict_key_dict(self) -> dict[str, str]:
         return {"kind": self.conflict_kind, "target": self.conflict_target, "delivery_mode": self.delivery_mode}
+
+
+class Dependency(models.Model):
+    """``task`` waits on ``blocker`` (SPEC §13). Only live blockers have a row: a blocker that
+    ends takes its rows with it (a superseded one hands them to its survivor), so a task is
+    blocked exactly when a row names it."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    blocker = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "task", "blocker"], name="dependency_unique_per_space"),
+            models.CheckConstraint(condition=~Q(task=models.F("blocker")), name="dependency_not_self"),
+        ]
+        indexes = [models.Index(fields=["space", "blocker", "task"], name="dependency_by_blocker")]
 
 
 class EventKind(models.TextChoices):
@@ -99,6 +147,11 @@ class EventKind(models.TextChoices):
     REJECTED = "rejected"
     HELD = "held"
     NOTE = "note"
+    PRIORITY_CHANGED = "priority_changed"
+    LABELS_CHANGED = "labels_changed"
+    BLOCKER_ADDED = "blocker_added"
+    BLOCKER_REMOVED = "blocker_removed"
+    UNBLOCKED = "unblocked"
 
 
 class TaskEvent(models.Model):
@@ -237,6 +290,7 @@ class NotificationKind(models.TextChoices):
     TASK_REOPENED = "task_reopened"
     TASK_SUPERSEDED = "task_superseded"
     CLAIM_LAPSED = "claim_lapsed"
+    TASK_UNBLOCKED = "task_unblocked"
 
 
 class Notification(models.Model):

@@ -1,6 +1,8 @@
 """Task shapes for the API (SPEC §3.1, §4.6)."""
 from __future__ import annotations
 
+import re
+
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
@@ -11,7 +13,21 @@ from spaces.api.serializers import (
     StrictCharField,
 )
 from spaces.catalog import MAX_TITLE
-from tasks.models import Attempt, Check, Note, Notification, Task, TaskEvent, TaskStatus
+from tasks import graph
+from tasks.models import (
+    DEFAULT_PRIORITY,
+    LABEL_PATTERN,
+    MAX_BLOCKERS,
+    MAX_LABELS,
+    PRIORITIES,
+    Attempt,
+    Check,
+    Note,
+    Notification,
+    Task,
+    TaskEvent,
+    TaskStatus,
+)
 
 MAX_WINDOW = 500
 
@@ -48,6 +64,11 @@ class TaskSerializer(serializers.Serializer):
     superseded_by = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
+    priority = serializers.IntegerField(read_only=True)
+    labels = serializers.ListField(child=serializers.CharField(), read_only=True)
+    blocked_by = serializers.SerializerMethodField()
+    blocks = serializers.SerializerMethodField()
+    ready = serializers.SerializerMethodField()
 
     def get_conflict_key(self, task: Task) -> dict[str, str]:
         return task.conflict_key_dict()
@@ -55,10 +76,23 @@ class TaskSerializer(serializers.Serializer):
     def get_superseded_by(self, task: Task) -> int | None:
         return task.superseded_by.number if task.superseded_by_id else None
 
+    def get_blocked_by(self, task: Task) -> list[int]:
+        """Numbers of the live tasks this one waits on."""
+        return graph.graph_of(task)[0]
+
+    def get_blocks(self, task: Task) -> list[int]:
+        """Numbers of the live tasks waiting on this one."""
+        return graph.graph_of(task)[1]
+
+    def get_ready(self, task: Task) -> bool:
+        """Open, and no live task blocks it: what `next` would hand out."""
+        return graph.is_ready(task)
+
     def to_representation(self, task: Task) -> dict:
         # Built directly: this runs on every create and `next`, and DRF's per-field machinery
         # (a deep copy of every declared field per instance) cost more than the SQL did.
         # The declared fields above stay the documented shape; tests hold the two together.
+        blocked_by, blocks = graph.graph_of(task)
         return {
             "id": task.number,
             "number": task.number,
@@ -73,7 +107,65 @@ class TaskSerializer(serializers.Serializer):
             "superseded_by": self.get_superseded_by(task),
             "created_at": iso(task.created_at),
             "updated_at": iso(task.updated_at),
+            "priority": task.priority,
+            "labels": list(task.labels),
+            "blocked_by": blocked_by,
+            "blocks": blocks,
+            "ready": graph.is_ready(task),
         }
+
+
+class LabelsField(serializers.Field):
+    """SPEC §13 labels: a list of at most 10, each 1–40 of ``[a-z0-9._:-]`` once lower-cased.
+    A plain field (it keeps no child field), so flat input serializers may hold it."""
+
+    default_error_messages = {
+        "not_a_list": "Must be a list of labels.",
+        "too_many": f"At most {MAX_LABELS} labels.",
+        "invalid": "Each label is 1-40 characters of a-z, 0-9, '.', '_', ':' or '-'.",
+    }
+    pattern = re.compile(LABEL_PATTERN)
+
+    def to_internal_value(self, data) -> list[str]:
+        if not isinstance(data, list):
+            self.fail("not_a_list")
+        if any(not isinstance(label, str) or not self.pattern.fullmatch(label.lower()) for label in data):
+            self.fail("invalid")
+        labels = list(dict.fromkeys(label.lower() for label in data))  # once each, in the order given
+        if len(labels) > MAX_LABELS:
+            self.fail("too_many")
+        return labels
+
+    def to_representation(self, value) -> list[str]:
+        return list(value)
+
+
+class TaskNumbersField(serializers.Field):
+    """A list of task numbers (``blocked_by``), at most ``max_length``; a plain field too."""
+
+    default_error_messages = {
+        "invalid": "Must be a list of task numbers (integers from 1).",
+        "too_many": "At most {max_length} tasks.",
+    }
+
+    def __init__(self, *, max_length: int, **kwargs) -> None:
+        self.max_length = max_length
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data) -> list[int]:
+        if not isinstance(data, list) or any(type(n) is not int or not 1 <= n < 2**63 for n in data):
+            self.fail("invalid")
+        numbers = list(dict.fromkeys(data))
+        if len(numbers) > self.max_length:
+            self.fail("too_many", max_length=self.max_length)
+        return numbers
+
+    def to_representation(self, value) -> list[int]:
+        return list(value)
+
+
+def priority_field(**kwargs) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=min(PRIORITIES), max_value=max(PRIORITIES), **kwargs)
 
 
 class TaskCreateSerializer(FlatInputSerializer):
@@ -81,6 +173,20 @@ class TaskCreateSerializer(FlatInputSerializer):
     body = StrictCharField(max_bytes=MAX_BODY, required=False, allow_blank=True, default="")
     delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
     work_item_id = StrictCharField(max_length=32, required=False, allow_null=True, default=None)
+    priority = priority_field(required=False, default=DEFAULT_PRIORITY)
+    labels = LabelsField(required=False, default=list)
+    blocked_by = TaskNumbersField(max_length=MAX_BLOCKERS, required=False, default=list)
+
+
+class TaskUpdateSerializer(FlatInputSerializer):
+    """``PATCH …/tasks/{n}``: what may change after create (SPEC §13)."""
+
+    priority = priority_field(required=False)
+    labels = LabelsField(required=False)
+
+
+class BlockerSerializer(FlatInputSerializer):
+    task = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
 
 
 class WindowSerializer(serializers.Serializer):
@@ -161,6 +267,7 @@ class TaskDetailSerializer(TaskSerializer):
 
 class NextSerializer(FlatInputSerializer):
     number = serializers.IntegerField(required=False, min_value=1)
+    labels = LabelsField(required=False, default=list)
     join = serializers.BooleanField(required=False, default=False)
     kind = serializers.ChoiceField(choices=["task", "check"], required=False, default="task")
 

@@ -8,9 +8,9 @@ constraint is the last word: one live task per conflict key, whatever the timing
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -22,14 +22,12 @@ from allocation.models import ConflictKind, DeliveryMode
 from allocation.runner import NO_LOCK, Attempt
 from common.refusals import DomainError
 from common.sql import insert_select
-from spaces.models import Member, Space
-from tasks.lifecycle import check_task_usable
-from tasks.models import EventKind, Note, Task, TaskEvent, TaskStatus
-from tasks.selectors import TASK_WINNER_SQL
-
-
-def record_event(*, task: Task, kind: str, actor: Member | None, **details: Any) -> TaskEvent:
-    return TaskEvent.objects.create(space_id=task.space_id, task=task, kind=kind, actor=actor, details=details)
+from spaces.models import Member, Role, Space
+from tasks.errors import NotTaskCreator
+from tasks.lifecycle import check_task_live, check_task_usable, record_event
+from tasks import graph
+from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskEvent, TaskStatus
+from tasks.selectors import TASK_WINNER_SQL, get_task
 
 
 @dataclass
@@ -39,6 +37,7 @@ class CreateIntent:
     task: Task
     key: ConflictKey
     reservation: object
+    blocked_by: list[Task] = field(default_factory=list)  # as named; resolved to live blockers on insert
 
 
 def create_task(
@@ -49,6 +48,9 @@ def create_task(
     body: str = "",
     delivery_mode: str = DeliveryMode.RESULT,
     work_item_id: str | None = None,
+    priority: int = DEFAULT_PRIORITY,
+    labels: list[str] | None = None,
+    blocked_by: list[int] | None = None,
     attempt: Attempt | None = None,
     catalog_version: int | None = None,
 ) -> Task:
@@ -61,15 +63,18 @@ def create_task(
     lookup loads the space with it); without it the version is read here.
     """
     intent = reserve_task(space=space, actor=actor, title=title, body=body, delivery_mode=delivery_mode,
-                          work_item_id=work_item_id, attempt=attempt, catalog_version=catalog_version)
+                          work_item_id=work_item_id, priority=priority, labels=labels, blocked_by=blocked_by,
+                          attempt=attempt, catalog_version=catalog_version)
     if attempt is not None:
         attempt.commit_reservation()
     return mutate_task(intent, attempt=attempt)
 
 
 def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_item_id: str | None,
-              catalog_version: int | None) -> tuple[Task, ConflictKey]:
-    """The task a create intent would insert, bound and keyed (SPEC §4.2–§4.3); writes nothing."""
+              catalog_version: int | None, priority: int = DEFAULT_PRIORITY,
+              labels: list[str] | None = None) -> tuple[Task, ConflictKey]:
+    """The task a create intent would insert, bound and keyed (SPEC §4.2–§4.3); writes nothing.
+    Priority and labels ride along: they are no part of the key (SPEC §13)."""
     if catalog_version is None:
         catalog_version = current_catalog_version(space.pk)
     bound = allocation.bind_title(
@@ -83,20 +88,27 @@ def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_i
     task = Task(
         space=space, title=title, body=body, delivery_mode=delivery_mode, work_item_id=bound.work_item_id,
         conflict_kind=key.kind, conflict_target=key.target, status=TaskStatus.OPEN, payload_sha256=digest,
+        priority=priority, labels=list(labels or []),
     )
     return task, key
 
 
 def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
                  delivery_mode: str = DeliveryMode.RESULT, work_item_id: str | None = None,
+                 priority: int = DEFAULT_PRIORITY, labels: list[str] | None = None,
+                 blocked_by: list[int] | None = None,
                  attempt: Attempt | None = None, catalog_version: int | None = None) -> CreateIntent:
-    """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve."""
+    """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve. Blockers
+    are looked up first: an unknown one is a 422 before anything is reserved."""
+    blockers = graph.resolve(space, blocked_by, field="blocked_by") if blocked_by else []
     task, key = bind_task(space=space, title=title, body=body, delivery_mode=delivery_mode,
-                          work_item_id=work_item_id, catalog_version=catalog_version)
-    return reserve_bound(task, key, actor=actor, attempt=attempt)
+                          work_item_id=work_item_id, catalog_version=catalog_version, priority=priority,
+                          labels=labels)
+    return reserve_bound(task, key, actor=actor, attempt=attempt, blocked_by=blockers)
 
 
-def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, attempt: Attempt | None) -> CreateIntent:
+def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, attempt: Attempt | None,
+                  blocked_by: list[Task] = ()) -> CreateIntent:
     space = task.space
     task.creator = actor
     reservation = allocation.reserve(
@@ -104,14 +116,18 @@ def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, attempt: Attem
         operation=attempt.operation if attempt else None, task_winner_sql=TASK_WINNER_SQL,
     )
     task.received_seq = reservation.received_seq
-    return CreateIntent(task, key, reservation)
+    return CreateIntent(task, key, reservation, list(blocked_by))
 
 
 def mutate_task(intent: CreateIntent, *, attempt: Attempt | None = None) -> Task:
     """The second transaction of a create: the task and its occupancy, or the 409 that applies."""
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
     try:
-        created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, attempt=attempt)
+        # With blockers the task and its edges commit together (inside an attempt they already do).
+        with transaction.atomic(savepoint=False) if intent.blocked_by else nullcontext():
+            created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, attempt=attempt)
+            if created and intent.blocked_by:
+                graph.add_on_create(task, intent.blocked_by, task.creator)
     except IntegrityError:
         # The occupancy constraint said no although the reservation was ours: a row written
         # around the allocator (see mutation_ctes). It stays the last word. (Inside an
@@ -150,7 +166,7 @@ def insert_task_sql() -> str:
         "conflict_target": "%(target)s", "status": "%(status)s", "cycle": "%(cycle)s", "creator": "%(creator)s",
         "received_seq": "%(received_seq)s", "payload_sha256": "%(payload_sha256)s", "superseded_by": "NULL",
         "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
-        "updated_at": "%(now)s",
+        "updated_at": "%(now)s", "priority": "%(priority)s", "labels": "%(labels)s::varchar[]",
     }
     event_values = {"space": "%(space)s", "task": "created.id", "kind": f"'{EventKind.CREATED.value}'",
                     "actor": "%(creator)s", "details": "%(details)s::jsonb", "created_at": "%(now)s"}
@@ -179,6 +195,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, att
             "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
+            "priority": task.priority, "labels": task.labels,
             **(attempt.lock_params() if attempt else NO_LOCK),
         })
         row = cursor.fetchone()
@@ -186,6 +203,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, att
         return False
     task.pk, task.number = row
     task.created_at = task.updated_at = now
+    task.graph = ([], [])  # a new task blocks nothing; add_on_create sets what blocks it
     task._state.adding = False
     task._state.db = connection.alias
     return True
@@ -216,13 +234,15 @@ def create_tasks_window(
     first_with_key: dict[ConflictKey, int] = {}
     for index, proposal in enumerate(proposals):
         try:
-            task, key = bind_task(space=space, catalog_version=catalog_version, **{
-                "body": "", "delivery_mode": DeliveryMode.RESULT, "work_item_id": None, **proposal})
+            fields = {"body": "", "delivery_mode": DeliveryMode.RESULT, "work_item_id": None, **proposal}
+            blocked_by = fields.pop("blocked_by", None)
+            blockers = graph.resolve(space, blocked_by, field="blocked_by") if blocked_by else []
+            task, key = bind_task(space=space, catalog_version=catalog_version, **fields)
             if key in first_with_key:
                 outcomes.append(first_with_key[key])
                 continue
             first_with_key[key] = index
-            outcomes.append(reserve_bound(task, key, actor=actor, attempt=attempt))
+            outcomes.append(reserve_bound(task, key, actor=actor, attempt=attempt, blocked_by=blockers))
         except DomainError as error:
             outcomes.append(error)
     if attempt is not None and any(isinstance(o, CreateIntent) for o in outcomes):
@@ -276,3 +296,26 @@ def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = No
         allocation.release_reservation(reservation)
         raise
     return note
+
+
+def update_task(*, task: Task, actor: Member, priority: int | None = None, labels: list[str] | None = None) -> Task:
+    """``PATCH …/tasks/{n}`` (SPEC §13): the creator or a steward changes priority and labels;
+    each change is a history event with before and after. Finished tasks keep theirs."""
+    if actor.role != Role.STEWARD and task.creator_id != actor.pk:
+        raise NotTaskCreator("Only the task's creator or a steward may change it.")
+    with transaction.atomic():
+        task = get_task(space=task.space, number=task.number, lock=True)
+        check_task_live(task)
+        changed = []
+        if priority is not None and priority != task.priority:
+            record_event(task=task, kind=EventKind.PRIORITY_CHANGED, actor=actor, before=task.priority, after=priority)
+            task.priority = priority
+            changed.append("priority")
+        if labels is not None and labels != list(task.labels):
+            record_event(task=task, kind=EventKind.LABELS_CHANGED, actor=actor, before=list(task.labels), after=labels)
+            task.labels = labels
+            changed.append("labels")
+        if changed:
+            task.updated_at = timezone.now()
+            task.save(update_fields=[*changed, "updated_at"])
+    return task

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from allocation import services as allocation
 from spaces.models import Member, Role
-from tasks import errors
+from tasks import errors, graph
 from tasks.claims import end_claims
-from tasks.lifecycle import check_task_live, live_claims, notify, release_occupancy
+from tasks.lifecycle import record_event, check_task_live, live_claims, notify, release_occupancy
 from tasks.models import (
     LIVE_STATUSES,
     ClaimEnd,
@@ -22,7 +22,6 @@ from tasks.models import (
     Task,
     TaskStatus,
 )
-from tasks.services import record_event
 
 
 def hold_slot(*, space, work_item_id: object, actor: Member, reason: str = ""):
@@ -54,6 +53,10 @@ def close_task(task: Task, *, status: str, actor: Member | None, reason: str, su
     task.close_reason = reason
     task.save(update_fields=["status", "superseded_by", "closed_by", "closed_at", "close_reason", "updated_at"])
     release_occupancy(task, to=survivor)
+    if survivor is not None:
+        graph.task_superseded(task, survivor, actor=actor)
+    else:
+        graph.task_ended(task, actor=actor)
     if survivor is not None and holders:
         notify(members=holders, kind=NotificationKind.TASK_SUPERSEDED, task=task, surviving_task=survivor.number)
 
@@ -63,6 +66,7 @@ def supersede_task(*, task: Task, survivor: Task, actor: Member | None, reason: 
     if survivor.space_id != task.space_id or survivor.pk == task.pk:
         raise errors.SurvivorInvalid("The surviving task must be another task of this space.")
     with transaction.atomic():
+        graph.lock_graph(task.space_id)  # edges move to the survivor: the graph's order first
         task, survivor = lock_tasks(task, survivor)
         if task.status == TaskStatus.SUPERSEDED:
             raise errors.AlreadySuperseded(

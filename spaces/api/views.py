@@ -39,9 +39,13 @@ class SpaceView(APIView):
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
-    def paginate(self, queryset, serializer_class, pagination_class=IdCursorPagination) -> Response:
+    def paginate(self, queryset, serializer_class, pagination_class=IdCursorPagination, prepare=None) -> Response:
+        """One page; ``prepare`` loads what the page's rows show beyond their own columns, once
+        for the page (so a page costs a fixed number of queries, not one per row)."""
         paginator = pagination_class()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
+        if prepare is not None:
+            prepare(page)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
