@@ -58,7 +58,7 @@ class ClaimView(APIView):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 "SELECT id, number FROM tasks_task WHERE space_id = %s AND status = 'open' "
-                "ORDER BY number LIMIT 1 FOR UPDATE SKIP LOCKED",
+                "ORDER BY priority, number LIMIT 1 FOR UPDATE SKIP LOCKED",
                 [request.auth.space_id],
             )
             row = cursor.fetchone()

@@ -47,10 +47,11 @@ def add_tasks(space_id: int, creator_id: int, count: int, status: str) -> None:
             """
             INSERT INTO tasks_task (space_id, number, title, body, delivery_mode, work_item_id, conflict_kind,
                                     conflict_target, status, cycle, creator_id, received_seq, payload_sha256,
-                                    superseded_by_id, closed_by_id, closed_at, close_reason, created_at, updated_at)
+                                    superseded_by_id, closed_by_id, closed_at, close_reason, created_at, updated_at,
+                                    priority, labels)
             SELECT %(space)s, %(start)s + g, 'bench ' || (%(start)s + g), '', 'result', NULL, 'create_task',
                    'task:bench:' || (%(start)s + g), %(status)s, 1, %(creator)s, 0, '', NULL, NULL, NULL, '',
-                   now(), now()
+                   now(), now(), 2, '{}'
             FROM generate_series(1, %(count)s) AS g
             """,
             {"space": space_id, "start": start, "count": count, "status": status, "creator": creator_id},
@@ -83,7 +84,7 @@ def psycopg_claims(url: str, space_id: int, agents: int, seconds: float) -> floa
             while time.monotonic() < stop_at:
                 with conn.transaction():
                     row = conn.execute(
-                        "SELECT id FROM tasks_task WHERE space_id = %s AND status = 'open' ORDER BY number "
+                        "SELECT id FROM tasks_task WHERE space_id = %s AND status = 'open' ORDER BY priority, number "
                         "LIMIT 1 FOR UPDATE SKIP LOCKED", [space_id]).fetchone()
                     if row is None:
                         return

@@ -23,14 +23,24 @@ def one_line(text: str) -> str:
 
 def describe_task(task: dict) -> str:
     slot = f" [{task['work_item_id']}]" if task.get("work_item_id") else ""
-    return f"task {task['id']}{slot} ({task['status']}, cycle {task['cycle']}): {one_line(task['title'])}"
+    state = task["status"] if not task.get("blocked_by") else f"{task['status']}, waits on {numbers(task['blocked_by'])}"
+    labels = f" #{' #'.join(task['labels'])}" if task.get("labels") else ""
+    return (f"task {task['id']}{slot} ({state}, P{task.get('priority', 2)}, cycle {task['cycle']}): "
+            f"{one_line(task['title'])}{labels}")
+
+
+def numbers(values: list[int]) -> str:
+    return ", ".join(map(str, values))
 
 
 def readable(command: str, result: Any) -> str:
-    if command in ("create", "task"):
+    if command in ("create", "task", "update", "block"):
         return describe_task(result)
-    if command == "tasks":
-        return "\n".join(describe_task(t) for t in result["results"]) or "no tasks"
+    if command == "unblock":
+        return "removed"
+    if command in ("tasks", "ready"):
+        return "\n".join(describe_task(t) for t in result["results"]) or ("nothing ready" if command == "ready"
+                                                                          else "no tasks")
     if command == "next":
         if result.get("task") is None:
             return "nothing to do"
@@ -66,7 +76,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--body", default="")
     p.add_argument("--mode", dest="delivery_mode", choices=["result", "repository_change", "review"])
     p.add_argument("--work-item", dest="work_item_id", help="bind to this catalog slot (e.g. T3)")
-    p = sub.add_parser("next", help="claim the lowest open task, or --number N [--join], or --check")
+    add_graph_options(p)
+    p.add_argument("--blocked-by", dest="blocked_by", type=int, action="append", metavar="N",
+                   help="a task this one waits on (repeat for more)")
+    p = sub.add_parser("update", help="change a task's priority or labels: spaces update 5 --priority 0 --label api")
+    p.add_argument("number", type=int)
+    add_graph_options(p)
+    p.add_argument("--no-labels", action="store_true", help="remove every label")
+    p = sub.add_parser("block", help="make a task wait on another: spaces block 5 3 (task 5 is blocked by task 3)")
+    p.add_argument("number", type=int)
+    p.add_argument("blocker", type=int)
+    p = sub.add_parser("unblock", help="task 5 no longer waits on task 3: spaces unblock 5 3")
+    p.add_argument("number", type=int)
+    p.add_argument("blocker", type=int)
+    p = sub.add_parser("next", help="claim the most urgent ready task (--label to narrow), or --number N [--join], "
+                                    "or --check")
+    p.add_argument("--label", dest="labels", action="append", metavar="LABEL",
+                   help="only tasks carrying this label (repeat: all of them)")
     p.add_argument("--number", type=int)
     p.add_argument("--join", action="store_true", help="hold the task beside its other holders (up to 3)")
     p.add_argument("--check", action="store_true", help="get an attempt you may check instead")
@@ -87,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", default="")
     p = sub.add_parser("tasks", help="list tasks")
     p.add_argument("--status")
+    p.add_argument("--label", dest="labels", action="append", metavar="LABEL", help="carrying this label (repeatable)")
+    p.add_argument("--priority", type=int, choices=range(5))
+    p.add_argument("-q", "--search", dest="q", help="full-text search over titles and bodies, best match first")
+    p = sub.add_parser("ready", help="the tasks `next` would hand out, most urgent first")
+    p.add_argument("--label", dest="labels", action="append", metavar="LABEL", help="carrying this label (repeatable)")
     p = sub.add_parser("task", help="show one task with its claims and attempts")
     p.add_argument("number", type=int)
     p = sub.add_parser("bind", help="preview how a title binds to the catalog")
@@ -96,17 +127,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_graph_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--priority", type=int, choices=range(5), help="0 most urgent .. 4 (default 2)")
+    p.add_argument("--label", dest="labels", action="append", metavar="LABEL", help="a label (repeat for more)")
+
+
+def given(**fields: Any) -> dict:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def ready(client: SpacesClient, labels: list[str] | None) -> dict:
+    """Ready tasks (the first 200 by number) in the order `next` takes them: by priority, then number."""
+    tasks = client.tasks(ready="true", limit=200, **given(label=labels))["results"]
+    return {"results": sorted(tasks, key=lambda t: (t["priority"], t["number"]))}
+
+
 def call(client: SpacesClient, args: argparse.Namespace) -> Any:
     actions: dict[str, Callable[[], Any]] = {
-        "create": lambda: client.create_task(args.title, body=args.body, **{
-            k: v for k, v in {"delivery_mode": args.delivery_mode, "work_item_id": args.work_item_id}.items() if v}),
-        "next": lambda: client.next(number=args.number, join=args.join, kind="check" if args.check else None),
+        "create": lambda: client.create_task(args.title, body=args.body, **given(
+            delivery_mode=args.delivery_mode, work_item_id=args.work_item_id, priority=args.priority,
+            labels=args.labels, blocked_by=args.blocked_by)),
+        "update": lambda: client.update_task(args.number, **given(
+            priority=args.priority, labels=[] if args.no_labels else args.labels)),
+        "block": lambda: client.block(args.number, args.blocker),
+        "unblock": lambda: client.unblock(args.number, args.blocker),
+        "ready": lambda: ready(client, args.labels),
+        "next": lambda: client.next(number=args.number, join=args.join, kind="check" if args.check else None,
+                                    labels=args.labels),
         "give-back": lambda: client.give_back(args.number),
         "post": lambda: client.post(args.body, args.title),
         "done": lambda: client.done(args.number, args.post),
         "confirm": lambda: client.confirm(args.number, args.attempt),
         "reject": lambda: client.reject(args.number, args.attempt, args.reason),
-        "tasks": lambda: client.tasks(**({"status": args.status} if args.status else {})),
+        "tasks": lambda: client.tasks(**given(status=args.status, label=args.labels, priority=args.priority,
+                                              q=args.q)),
         "task": lambda: client.task(args.number),
         "bind": lambda: client.bind(args.title),
         "notifications": lambda: client.notifications(unread=args.unread),

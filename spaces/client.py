@@ -55,7 +55,7 @@ class SpacesClient:
             kind = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
             self.connection = kind(self.host, self.port, timeout=self.timeout)
         data = None if body is None else json.dumps(body).encode()
-        target = path + (f"?{urlencode(params)}" if params else "")
+        target = path + (f"?{urlencode(params, doseq=True)}" if params else "")
         try:
             self.connection.request(method, target, body=data, headers={
                 **self.headers, **headers, **({"Content-Type": "application/json"} if data is not None else {})})
@@ -112,12 +112,25 @@ class SpacesClient:
     def task(self, number: int) -> dict:
         return self.request("GET", self.space(f"/tasks/{number}"))
 
-    def next(self, *, number: int | None = None, join: bool = False, kind: str | None = None) -> dict:
+    def update_task(self, number: int, **fields: Any) -> dict:
+        return self.request("PATCH", self.space(f"/tasks/{number}"), fields)
+
+    def block(self, number: int, blocker: int) -> dict:
+        """Task ``number`` waits on task ``blocker``."""
+        return self.request("POST", self.space(f"/tasks/{number}/blockers"), {"task": blocker})
+
+    def unblock(self, number: int, blocker: int) -> dict:
+        return self.request("DELETE", self.space(f"/tasks/{number}/blockers/{blocker}"))
+
+    def next(self, *, number: int | None = None, join: bool = False, kind: str | None = None,
+             labels: list[str] | None = None) -> dict:
         body: dict[str, Any] = {}
         if number is not None:
             body.update(number=number, join=join)
         if kind:
             body["kind"] = kind
+        if labels:
+            body["labels"] = labels
         return self.request("POST", self.space("/next"), body)
 
     def give_back(self, number: int) -> dict:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import F, Func
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html_join
 
 from allocation import services as allocation
 from common.refusals import DomainError
 from spaces.services import steward_for_admin_user
-from tasks import errors, stewardship
-from tasks.models import Attempt, Check, Claim, Note, Task, TaskEvent, TaskStatus
+from tasks import errors, graph, stewardship
+from tasks.filters import blocked, ready_condition
+from tasks.models import LIVE_STATUSES, Attempt, Check, Claim, Note, Task, TaskEvent, TaskStatus
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -68,6 +72,46 @@ class SupersededFilter(admin.SimpleListFilter):
         return queryset.exclude(status=TaskStatus.SUPERSEDED)
 
 
+class ReadinessFilter(admin.SimpleListFilter):
+    """SPEC §13: ready (open, nothing live blocks it) or blocked."""
+
+    title = "readiness"
+    parameter_name = "readiness"
+
+    def lookups(self, request, model_admin):
+        return [("ready", "Ready"), ("blocked", "Blocked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "ready":
+            return queryset.filter(ready_condition())
+        if self.value() == "blocked":
+            return queryset.filter(blocked())
+        return queryset
+
+
+class LabelFilter(admin.SimpleListFilter):
+    """The labels live tasks carry (finished tasks' labels are not offered, to keep the page quick)."""
+
+    title = "label"
+    parameter_name = "label"
+
+    def lookups(self, request, model_admin):
+        live = Task.objects.filter(status__in=LIVE_STATUSES).annotate(label=Func(F("labels"), function="unnest"))
+        names = live.values_list("label", flat=True).distinct().order_by("label")[:100]
+        return [(name, name) for name in names]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(labels__contains=[self.value()]) if self.value() else queryset
+
+
+def task_links(numbers: list[int], space_id: int) -> str:
+    if not numbers:
+        return "—"
+    ids = dict(Task.objects.filter(space_id=space_id, number__in=numbers).values_list("number", "pk"))
+    return format_html_join(", ", '<a href="{}">#{}</a>', (
+        (reverse("admin:tasks_task_change", args=[ids[n]]), n) for n in numbers))
+
+
 class SupersedeForm(forms.Form):
     surviving_task = forms.IntegerField(min_value=1, label="Surviving task number",
                                         help_text="The live task in the same space that stays.")
@@ -76,14 +120,37 @@ class SupersedeForm(forms.Form):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["number", "title", "status", "work_item_id", "delivery_mode", "space", "cycle", "created_at"]
+    list_display = ["number", "title", "status", "readiness", "priority", "label_list", "work_item_id",
+                    "delivery_mode", "space", "cycle", "created_at"]
     list_display_links = ["number", "title"]
-    list_filter = [SupersededFilter, "status", "delivery_mode", "space", "work_item_id"]
+    list_filter = [SupersededFilter, "status", ReadinessFilter, "priority", LabelFilter, "delivery_mode", "space",
+                   "work_item_id"]
     search_fields = ["title", "conflict_target"]
     ordering = ["space", "number"]
     inlines = [TaskEventInline, ClaimInline, AttemptInline, CheckInline, NoteInline]
     actions = ["supersede", "withdraw", "reject", "hold_slot"]
-    readonly_fields = [f.name for f in Task._meta.concrete_fields]
+    readonly_fields = [f.name for f in Task._meta.concrete_fields if not f.generated] + ["waits_on", "blocks"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(is_blocked=blocked())
+
+    @admin.display(description="ready")
+    def readiness(self, task: Task) -> str:
+        if task.is_blocked:
+            return "blocked"
+        return "ready" if task.status == TaskStatus.OPEN else "—"
+
+    @admin.display(description="labels")
+    def label_list(self, task: Task) -> str:
+        return ", ".join(task.labels) or "—"
+
+    @admin.display(description="waits on (live blockers)")
+    def waits_on(self, task: Task) -> str:
+        return task_links(graph.graph_of(task)[0], task.space_id)
+
+    @admin.display(description="blocks (live tasks waiting on it)")
+    def blocks(self, task: Task) -> str:
+        return task_links(graph.graph_of(task)[1], task.space_id)
 
     def has_add_permission(self, request) -> bool:
         return False  # tasks are created by agents through the allocation service

@@ -12,6 +12,7 @@ from typing import Any
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp_server import MCPToolset
 from mcp_server.views import MCPServerStreamableHttpView
+from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 
 from allocation import services as allocation
@@ -25,10 +26,12 @@ from spaces.auth import ApiKeyAuthentication, bearer_token
 from spaces.models import ROLE_RANK, Role
 from spaces.permissions import IsMember
 from spaces.reference import build_reference
-from tasks import attempts, claims, selectors, services, stewardship
+from tasks import attempts, claims, graph, selectors, services, stewardship
 from tasks.api import run_window
+from tasks.filters import filter_tasks
 from tasks.serializers import (
     AttemptSerializer,
+    BlockerSerializer,
     ClaimSerializer,
     DoneSerializer,
     NextSerializer,
@@ -38,6 +41,7 @@ from tasks.serializers import (
     TaskCreateSerializer,
     TaskDetailSerializer,
     TaskSerializer,
+    TaskUpdateSerializer,
     WindowSerializer,
 )
 
@@ -109,7 +113,7 @@ class SpacesTools(MCPToolset):
         return self._run(Role.READER, act)
 
     def reference(self, section: str = "") -> dict:
-        """The service's rules for agents: section tasks, allocation, refusals or settlement (empty for all)."""
+        """The service's rules for agents: section tasks, allocation, refusals, settlement or graph (empty for all)."""
         return self._run(Role.READER, lambda m: build_reference(section or None))
 
     def bind_title(self, title: str, work_item_id: str | None = None, delivery_mode: str = "result") -> dict:
@@ -118,32 +122,72 @@ class SpacesTools(MCPToolset):
         return self._run(Role.READER, lambda m: allocation.bind_title(space=m.space, **valid(BindSerializer, data)).as_dict())
 
     def create_task(self, title: str, body: str = "", delivery_mode: str = "result",
-                    work_item_id: str | None = None, idempotency_key: str | None = None) -> dict:
+                    work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
+                    blocked_by: list[int] | None = None, idempotency_key: str | None = None) -> dict:
         """Create a task. If the work already exists the error is 409 allocation_conflict naming the `winner`:
         claim or join that task instead; on conflict_key_reserved retry after retry_after_ms with the same
-        idempotency_key (a retry with it never creates a second task)."""
-        arguments = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id}
+        idempotency_key (a retry with it never creates a second task). `priority` 0 (most urgent) to 4,
+        `labels` up to 10, `blocked_by` the numbers of tasks this one waits on."""
+        arguments = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
+                     "priority": priority, "labels": labels or [], "blocked_by": blocked_by or []}
         return self._run(Role.WRITER, lambda m: TaskSerializer(services.create_task(
             space=m.space, actor=m, attempt=self.attempt, **valid(TaskCreateSerializer, arguments))).data,
             idempotency_key=idempotency_key, tool="create_task", arguments=arguments)
 
     def create_tasks(self, proposals: list[dict], idempotency_key: str | None = None) -> dict:
         """Several create intents in one allocation window, in order: each proposal is {"title", "body"?,
-        "delivery_mode"?, "work_item_id"?} and gets the answer a single create_task would have given."""
+        "delivery_mode"?, "work_item_id"?, "priority"?, "labels"?, "blocked_by"?} and gets the answer a single
+        create_task would have given."""
         def act(m):
             checked = valid(WindowSerializer, {"proposals": proposals})["proposals"]
             return {"results": run_window(space=m.space, actor=m, proposals=checked, attempt=self.attempt)}
         return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="create_tasks",
                          arguments={"proposals": proposals})
 
-    def list_tasks(self, status: str = "") -> dict:
-        """Tasks of your space, lowest number first (superseded ones only with status=superseded)."""
+    def list_tasks(self, status: str = "", ready: bool | None = None, blocked: bool | None = None,
+                   priority: int | None = None, labels: list[str] | None = None, q: str = "") -> dict:
+        """Tasks of your space (the first 200), lowest number first; superseded ones only with
+        status=superseded. `ready`: open and nothing blocks them; `labels`: carrying all of them; `q`:
+        full-text search over titles and bodies, best match first."""
         def act(m):
-            tasks = selectors.list_tasks(space=m.space, include_superseded=status == "superseded")
-            if status:
-                tasks = tasks.filter(status=status)
-            return {"tasks": TaskSerializer(tasks.order_by("number")[:200], many=True).data}
+            params = QueryDict(mutable=True)
+            for name, value in {"status": status, "q": q, "priority": priority, "ready": ready,
+                                "blocked": blocked}.items():
+                if value not in (None, ""):
+                    params[name] = str(value).lower() if isinstance(value, bool) else str(value)
+            params.setlist("label", list(labels or []))
+            tasks, searching = filter_tasks(m.space, params)
+            page = list((tasks if searching else tasks.order_by("number"))[:200])
+            graph.attach(page)
+            return {"tasks": TaskSerializer(page, many=True).data}
         return self._run(Role.READER, act)
+
+    def update_task(self, number: int, priority: int | None = None, labels: list[str] | None = None,
+                    idempotency_key: str | None = None) -> dict:
+        """Change task `number`'s priority (0 most urgent to 4) or labels (the creator or a steward)."""
+        arguments = {k: v for k, v in {"priority": priority, "labels": labels}.items() if v is not None}
+        return self._run(Role.WRITER, lambda m: TaskSerializer(services.update_task(
+            task=selectors.get_task(space=m.space, number=number), actor=m,
+            **valid(TaskUpdateSerializer, arguments))).data,
+            idempotency_key=idempotency_key, tool="update_task", arguments={"number": number, **arguments})
+
+    def add_blocker(self, number: int, blocker: int, idempotency_key: str | None = None) -> dict:
+        """Task `number` waits on task `blocker` (no `next` hands it out until that one ends). A blocker that
+        would close a cycle is 422 dependency_cycle naming it."""
+        def act(m):
+            checked = valid(BlockerSerializer, {"task": blocker})["task"]
+            task, _ = graph.add_blocker(space=m.space, number=number, blocker_number=checked, actor=m)
+            return TaskSerializer(task).data
+        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="add_blocker",
+                         arguments={"number": number, "blocker": blocker})
+
+    def remove_blocker(self, number: int, blocker: int, idempotency_key: str | None = None) -> dict:
+        """Task `number` no longer waits on task `blocker`."""
+        def act(m):
+            task = graph.remove_blocker(space=m.space, number=number, blocker_number=blocker, actor=m)
+            return TaskSerializer(task).data
+        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="remove_blocker",
+                         arguments={"number": number, "blocker": blocker})
 
     def get_task(self, number: int) -> dict:
         """One task with its live claims and its attempts with their checks."""
@@ -151,12 +195,13 @@ class SpacesTools(MCPToolset):
                                                                                        number=number)).data)
 
     def next_task(self, number: int | None = None, join: bool = False, kind: str = "task",
-                  idempotency_key: str | None = None) -> dict:
-        """Claim the lowest open task; or task `number` (`join`=true to hold it beside other keys, up to 3);
+                  labels: list[str] | None = None, idempotency_key: str | None = None) -> dict:
+        """Claim the most urgent ready task (lowest priority, then number; with `labels`, only tasks carrying
+        all of them); or task `number` (`join`=true to hold it beside other keys, up to 3);
         or kind="check" for an attempt you may check. {"task": null} means nothing to do."""
         def act(m):
-            data = valid(NextSerializer, {k: v for k, v in {"number": number, "join": join, "kind": kind}.items()
-                                          if v is not None})
+            data = valid(NextSerializer, {k: v for k, v in {"number": number, "join": join, "kind": kind,
+                                                            "labels": labels}.items() if v is not None})
             number_, join_, kind_ = data.get("number"), data["join"], data["kind"]
             if kind_ == "check":
                 offered = attempts.offer_check(space=m.space, member=m)
@@ -165,13 +210,13 @@ class SpacesTools(MCPToolset):
             if number_ is not None:
                 task, claim = claims.claim_task(space=m.space, member=m, number=number_, join=join_)
             else:
-                claimed = claims.claim_next_task(space=m.space, member=m)
+                claimed = claims.claim_next_task(space=m.space, member=m, labels=data["labels"])
                 if claimed is None:
                     return {"task": None}
                 task, claim = claimed
             return {"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data}
         return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="next_task",
-                         arguments={"number": number, "join": join, "kind": kind})
+                         arguments={"number": number, "join": join, "kind": kind, "labels": labels})
 
     def give_back(self, number: int, idempotency_key: str | None = None) -> dict:
         """End your own claim on task `number`; other keys holding it keep theirs."""

@@ -5,7 +5,13 @@ from common.refusals import REFUSALS
 from spaces.models import Space
 from spaces.reference import register_section
 from tasks.models import (
+    DEFAULT_PRIORITY,
+    LABEL_PATTERN,
     LIVE_STATUSES,
+    MAX_BLOCKERS,
+    MAX_LABELS,
+    PRIORITIES,
+    EventKind,
     TERMINAL_STATUSES,
     AttemptState,
     NotificationKind,
@@ -39,7 +45,8 @@ def tasks_section() -> dict:
             "note": "GET /v1/spaces/{slug} shows your space's values.",
         },
         "claims": [
-            "POST …/next {} claims the lowest-numbered open task for task_claim_hours; {\"task\": null} when none",
+            "POST …/next {} claims the most urgent ready task (see section graph) for task_claim_hours; "
+            "{\"task\": null} when none",
             "POST …/next {\"number\": N} claims task N if open; if other keys hold it, add \"join\": true to hold "
             "it beside them (at most max_claims_per_task live claims)",
             "POST …/next {\"kind\": \"check\"} offers a waiting attempt you may check",
@@ -74,6 +81,46 @@ def tasks_section() -> dict:
         ]],
         "superseded": "a superseded task takes no claim, attempt, check or note: 409 task_superseded names the "
         "surviving task",
+    }
+
+
+@register_section("graph")
+def graph_section() -> dict:
+    """SPEC §13, from the limits and names the code enforces."""
+    return {
+        "summary": "Tasks carry a priority, labels and blockers. `next` hands out ready tasks only: open, with no "
+        "live task blocking them, the lowest priority first, then the lowest number.",
+        "fields": {
+            "priority": {"range": f"{min(PRIORITIES)}-{max(PRIORITIES)}", "default": DEFAULT_PRIORITY,
+                         "meaning": "0 is the most urgent"},
+            "labels": {"max": MAX_LABELS, "pattern": LABEL_PATTERN, "note": "lower-cased on input"},
+            "blocked_by": {"max_live": MAX_BLOCKERS, "note": "numbers of tasks of the same space; none of these "
+                           "fields is part of the conflict key"},
+            "answers": "every task answers with priority, labels, blocked_by (live blockers), blocks (live tasks "
+                       "it blocks) and ready",
+        },
+        "routes": [
+            "POST …/tasks {\"title\", \"priority\"?, \"labels\"?, \"blocked_by\"?} (and in a window); an "
+            "unknown blocker is a 422 field error, a finished one is accepted and does not block, a superseded "
+            "one is replaced by its survivor",
+            "PATCH …/tasks/{n} {\"priority\"?, \"labels\"?}: the creator or a steward",
+            "POST …/tasks/{n}/blockers {\"task\": m}: 201 added, 200 when already there (or m has ended)",
+            "DELETE …/tasks/{n}/blockers/{m}: 204, or 404 when m does not block n",
+            "POST …/next {\"labels\": [...]}: only ready tasks carrying all those labels",
+            "GET …/tasks?ready=true|false&blocked=true|false&priority=P&label=L (repeatable: all)&q=words: "
+            "q is PostgreSQL full-text search over title and body, best match first, paged by offset "
+            "(limit, offset); other lists page by cursor",
+        ],
+        "readiness": [
+            "a blocker stops blocking when it is done, withdrawn or rejected; when it is superseded its survivor "
+            "blocks instead (an edge that would then close a cycle is dropped, in both histories)",
+            "when a task's last blocker ends or is removed and it is open, its history records unblocked and "
+            "its creator gets a task_unblocked notification",
+            "no cycle is ever stored, also when writers race",
+        ],
+        "history": [EventKind.PRIORITY_CHANGED, EventKind.LABELS_CHANGED, EventKind.BLOCKER_ADDED,
+                    EventKind.BLOCKER_REMOVED, EventKind.UNBLOCKED],
+        "refusals": [refusal(code) for code in ["task_blocked", "dependency_cycle", "not_task_creator"]],
     }
 
 

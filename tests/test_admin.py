@@ -166,3 +166,25 @@ def test_expire_now_on_reservations_and_operations(admin_client, space, writer):
 def test_admin_pages_carry_a_content_security_policy_that_allows_only_the_server(admin_client, space):
     policy = admin_client.get("/admin/").headers["Content-Security-Policy"]
     assert "default-src 'self'" in policy and "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+
+
+def test_the_task_list_shows_and_filters_the_work_graph(admin_client, space, steward):
+    first = create_task(space=space, actor=steward.member, title="schema change", priority=1, labels=["db"])
+    second = create_task(space=space, actor=steward.member, title="migration", labels=["db", "api"],
+                         blocked_by=[first.number])
+    create_task(space=space, actor=steward.member, title="docs", priority=4)
+    page = admin_client.get("/admin/tasks/task/").content.decode()
+    assert "blocked" in page and "db, api" in page
+
+    def listed(query: str) -> set[str]:
+        html = admin_client.get(f"/admin/tasks/task/?{query}").content.decode()
+        return set(re.findall(r'/admin/tasks/task/\d+/change/[^>]*>(\d+)<', html))
+
+    assert listed("readiness=ready") == {"1", "3"}
+    assert listed("readiness=blocked") == {"2"}
+    assert listed("priority__exact=4") == {"3"}
+    assert listed("label=api") == {"2"}
+    html = admin_client.get(f"/admin/tasks/task/{second.pk}/change/").content.decode()
+    assert f'/admin/tasks/task/{first.pk}/change/">#1</a>' in html  # what it waits on
+    html = admin_client.get(f"/admin/tasks/task/{first.pk}/change/").content.decode()
+    assert f'/admin/tasks/task/{second.pk}/change/">#2</a>' in html  # what it blocks

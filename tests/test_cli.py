@@ -80,3 +80,28 @@ def test_a_retried_create_is_one_task_on_the_server():
     operation = Operation.objects.get(member=member)  # one Idempotency-Key across every try
     assert operation.state == "completed"
     assert list(operation.observations.order_by("pk").values_list("kind", flat=True)) == ["transient", "success"]
+
+
+def test_the_work_graph_commands():
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=1) as base:
+        assert spaces_cli(base, writer, "create", "schema change", "--label", "api").returncode == 0
+        created = spaces_cli(base, writer, "create", "migration", "--priority", "1", "--label", "api",
+                             "--blocked-by", "1")
+        assert created.returncode == 0 and "waits on 1" in created.stdout and "#api" in created.stdout
+        assert spaces_cli(base, writer, "create", "docs", "--priority", "0").returncode == 0
+        assert spaces_cli(base, writer, "block", "3", "1").returncode == 0
+        cycle = spaces_cli(base, writer, "block", "1", "3")
+        assert cycle.returncode == 1 and "cycle" in cycle.stdout
+        ready = spaces_cli(base, writer, "ready")
+        assert [line.split()[1] for line in ready.stdout.splitlines()] == ["1"]
+        assert spaces_cli(base, writer, "unblock", "3", "1").returncode == 0
+        ready = spaces_cli(base, writer, "ready")
+        assert [line.split()[1] for line in ready.stdout.splitlines()] == ["3", "1"]  # by priority
+        claimed = spaces_cli(base, writer, "next", "--label", "api")
+        assert claimed.returncode == 0 and "claimed task 1 " in claimed.stdout
+        updated = spaces_cli(base, writer, "update", "2", "--priority", "4", "--no-labels")
+        assert "P4" in updated.stdout and "#" not in updated.stdout
+        found = spaces_cli(base, writer, "tasks", "-q", "migration")
+        assert [line.split()[1] for line in found.stdout.splitlines()] == ["2"]

@@ -105,7 +105,8 @@ def test_every_mutating_tool_takes_an_idempotency_key_and_a_retry_replays():
             ("give_back", {"number": 1, "idempotency_key": "g-1"}),
         ])
     mutating = {"create_task", "create_tasks", "next_task", "give_back", "create_post", "mark_done", "confirm_attempt",
-                "reject_attempt", "add_note", "supersede_task", "hold_slot"}
+                "reject_attempt", "add_note", "supersede_task", "hold_slot", "update_task", "add_blocker",
+                "remove_blocker"}
     for tool in tools.tools:
         if tool.name in mutating:
             assert "idempotency_key" in tool.inputSchema["properties"], tool.name
@@ -135,3 +136,30 @@ def test_tools_validate_as_the_rest_routes_do_and_store_nothing_past_a_limit():
     for is_error, text in results:  # the SDK puts "Error executing tool NAME: " before the refusal's JSON
         assert is_error and json.loads(text.split(": ", 1)[1])["error"] == "invalid_request", text
     assert Task.objects.count() == 1 and not Post.objects.exists() and not Note.objects.exists()
+
+
+def test_the_work_graph_through_tools():
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=2) as base:
+        _, results = run(base, writer, [
+            ("create_task", {"title": "schema change", "labels": ["db"]}),
+            ("create_task", {"title": "migration", "priority": 0, "labels": ["DB"], "blocked_by": [1]}),
+            ("create_task", {"title": "docs", "priority": 1}),
+            ("list_tasks", {"ready": True}),
+            ("add_blocker", {"number": 1, "blocker": 2}),
+            ("next_task", {"labels": ["db"]}),
+            ("update_task", {"number": 3, "priority": 4, "labels": ["docs"]}),
+            ("list_tasks", {"q": "migration"}),
+            ("remove_blocker", {"number": 2, "blocker": 1}),
+            ("next_task", {}),
+        ])
+    answers = [json.loads(text[text.index("{"):]) for _, text in results]
+    assert answers[1]["blocked_by"] == [1] and answers[1]["labels"] == ["db"] and not answers[1]["ready"]
+    assert [t["number"] for t in answers[3]["tasks"]] == [1, 3]
+    assert results[4][0] and answers[4]["error"] == "dependency_cycle" and answers[4]["cycle"] == [1, 2, 1]
+    assert answers[5]["task"]["number"] == 1  # the db task that is ready; 2 waits on it
+    assert (answers[6]["priority"], answers[6]["labels"]) == (4, ["docs"])
+    assert [t["number"] for t in answers[7]["tasks"]] == [2]
+    assert not results[8][0] and answers[8]["blocked_by"] == []
+    assert answers[9]["task"]["number"] == 2  # priority 0 now ready, before 3 (priority 4)

@@ -252,7 +252,7 @@ class ReferenceView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
-        OpenApiParameter("section", str, enum=["tasks", "allocation", "refusals", "settlement", "agents"])])
+        OpenApiParameter("section", str, enum=["tasks", "allocation", "refusals", "settlement", "graph", "agents"])])
     def get(self, request: Request) -> Response:
         section = request.query_params.get("section")
         if section and section not in SECTIONS:

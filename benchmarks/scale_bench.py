@@ -1,0 +1,179 @@
+"""SPEC §11 with the work graph of §13: is a space of 1,000,000 tasks as fast as one of 10,000?
+
+Two spaces in one database, each with the same 5,000 open tasks (half of them blocked by
+another open task, priorities 0-4 and labels spread) and the rest finished: 5,000 finished
+in `small`, 995,000 in `large`; every task has its `created` event, and 100 tasks of each
+space carry the word "zebrafish". Rows are seeded with INSERT … SELECT generate_series,
+the fastest way PostgreSQL offers short of COPY, then VACUUM ANALYZE as autovacuum would.
+
+For each route it prints requests per second at both sizes (wrk, closed loop, one API key
+a client, gunicorn sync workers), alternating the sizes for each repeat, and the ratio
+large/small (SPEC §11 asks ≥ 0.8): `next` plain and with a label, create, one task, a
+filtered list page (?ready=true&label=…), a full-text search, and one task's history.
+Then the plan of `next`'s pick at 1,000,000 tasks (EXPLAIN ANALYZE, BUFFERS).
+
+    .venv/bin/python benchmarks/scale_bench.py [--seconds 2] [--repeats 3] [--clients 4]
+
+Uses a fresh database (BENCH_DATABASE_URL, by default the embedded server in
+.postgres/bench). Prints figures; asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import bench_database_url, gunicorn, recreate_database, setup_django  # noqa: E402
+from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
+
+OPEN = 5_000
+SIZES = {"small": 10_000, "large": 1_000_000}
+LABELS = ["api", "db", "ui", "ops", "docs"]
+WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
+
+
+def seed(space_id: int, creator_id: int, total: int) -> None:
+    """``total`` tasks: every (total/OPEN)-th open, the rest done; open task k (1-based) is
+    blocked by open task k+1 when k is even; 100 titles say zebrafish."""
+    from django.db import connection
+
+    step = total // OPEN
+    every = total // 100
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO tasks_task (space_id, number, title, body, delivery_mode, work_item_id, conflict_kind,
+                                    conflict_target, status, cycle, creator_id, received_seq, payload_sha256,
+                                    superseded_by_id, closed_by_id, closed_at, close_reason, created_at,
+                                    updated_at, priority, labels)
+            SELECT %(space)s, g, 'bench task ' || g || CASE WHEN g %% %(every)s = 1 THEN ' zebrafish' ELSE '' END,
+                   '', 'result', NULL, 'create_task', 'task:bench:' || g,
+                   CASE WHEN g %% %(step)s = 0 THEN 'open' ELSE 'done' END, 1, %(creator)s, 0, '', NULL, NULL,
+                   NULL, '', now(), now(), (g / %(step)s) %% 5,
+                   ARRAY[(%(labels)s::varchar[])[(g / %(step)s) %% 5 + 1]]
+                   || CASE WHEN (g / %(step)s) %% 3 <> 0 THEN ARRAY['core']::varchar[] ELSE '{}' END
+            FROM generate_series(1, %(total)s) AS g
+            """,
+            {"space": space_id, "total": total, "step": step, "every": every, "creator": creator_id,
+             "labels": LABELS},
+        )
+        cursor.execute("UPDATE spaces_space SET task_counter = %s WHERE id = %s", [total, space_id])
+        cursor.execute(
+            """
+            INSERT INTO tasks_dependency (space_id, task_id, blocker_id, created_at)
+            SELECT t.space_id, t.id, b.id, now() FROM tasks_task t
+            JOIN tasks_task b ON b.space_id = t.space_id AND b.number = t.number + %(step)s AND b.status = 'open'
+            WHERE t.space_id = %(space)s AND t.status = 'open' AND (t.number / %(step)s) %% 2 = 0
+            """,
+            {"space": space_id, "step": step},
+        )
+        cursor.execute(
+            """
+            INSERT INTO tasks_taskevent (space_id, task_id, kind, actor_id, details, created_at)
+            SELECT space_id, id, 'created', creator_id, '{}', now() FROM tasks_task WHERE space_id = %s
+            """,
+            [space_id],
+        )
+
+
+def reopen(space_id: int) -> None:
+    """Give back what `next` claimed in the last round, so every round starts with the same ready work."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM tasks_taskevent WHERE space_id = %s AND kind = 'claimed'", [space_id])
+        cursor.execute("DELETE FROM tasks_claim WHERE space_id = %s", [space_id])
+        cursor.execute("UPDATE tasks_task SET status = 'open' WHERE space_id = %s AND status = 'claimed'",
+                       [space_id])
+
+
+def vacuum_analyze() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in ("tasks_task", "tasks_dependency", "tasks_taskevent", "tasks_claim"):
+            cursor.execute(f"VACUUM ANALYZE {table}")
+
+
+def next_plan(space_id: int) -> str:
+    """The plan of `next`'s pick, run for real inside a transaction that is rolled back."""
+    from django.db import connection, transaction
+
+    from tasks.claims import claim_next_sql
+
+    pick = claim_next_sql()[0].split("picked AS (", 1)[1].split("), claimed AS", 1)[0]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + pick, {"space": space_id, "labels": []})
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        transaction.set_rollback(True)
+    return plan
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=4)
+    args = parser.parse_args()
+    ensure_wrk()
+    url = bench_database_url()
+    recreate_database(url)
+    setup_django(url)
+    from spaces import services
+
+    spaces, keys = {}, {}
+    for name, total in SIZES.items():
+        space = services.create_space(slug=name, name=name)
+        members = [services.add_member(space=space, role="writer", name=f"agent-{i}") for i in range(args.clients)]
+        keys[name] = [services.issue_key(member=m)[1] for m in members]
+        started = time.monotonic()
+        seed(space.pk, members[0].pk, total)
+        print(f"== seeded {name}: {total:,} tasks ({OPEN:,} open, half of those blocked) "
+              f"in {time.monotonic() - started:.1f} s", flush=True)
+        spaces[name] = space
+    started = time.monotonic()
+    vacuum_analyze()
+    print(f"== VACUUM ANALYZE in {time.monotonic() - started:.1f} s", flush=True)
+
+    # One task to read: an open one in the middle; its history has its created event.
+    middle = {name: (OPEN // 2 + 1) * (total // OPEN) for name, total in SIZES.items()}
+    routes = {
+        "next": lambda n: Scenario(f"/v1/spaces/{n}/next", keys[n]),
+        "next --label core": lambda n: Scenario(f"/v1/spaces/{n}/next", keys[n], body='{"labels": ["core"]}'),
+        "create": lambda n: Scenario(f"/v1/spaces/{n}/tasks", keys[n],
+                                     body='{"title": "new work {unique}", "priority": 1, "labels": ["api"]}'),
+        "one task": lambda n: Scenario(f"/v1/spaces/{n}/tasks/{middle[n]}", keys[n], method="GET", body=""),
+        "list ?ready&label": lambda n: Scenario(f"/v1/spaces/{n}/tasks?ready=true&label=db&limit=20", keys[n],
+                                                method="GET", body=""),
+        "search q=zebrafish": lambda n: Scenario(f"/v1/spaces/{n}/tasks?q=zebrafish&limit=20", keys[n],
+                                                 method="GET", body=""),
+        "history of one task": lambda n: Scenario(f"/v1/spaces/{n}/tasks/{middle[n]}/history", keys[n],
+                                                  method="GET", body=""),
+    }
+    results: dict[str, dict[str, list]] = {route: {n: [] for n in SIZES} for route in routes}
+    with gunicorn(url, workers=WORKERS) as base:
+        for name in SIZES:
+            run_load(base, routes["one task"](name), clients=2, seconds=1)  # warm the workers
+        for repeat in range(args.repeats):
+            for route, scenario in routes.items():
+                for name in (SIZES if repeat % 2 == 0 else reversed(list(SIZES))):
+                    reopen(spaces[name].pk)
+                    results[route][name].append(run_load(base, scenario(name), clients=args.clients,
+                                                         seconds=args.seconds))
+            print(f"   repeat {repeat + 1}/{args.repeats} done", flush=True)
+    print(f"\n== requests/s, {args.clients} clients, gunicorn {WORKERS} sync workers, "
+          f"median of {args.repeats} x {args.seconds:g} s")
+    print(f"{'route':22} {'10,000 tasks':>44} {'1,000,000 tasks':>44}  ratio")
+    for route, by_size in results.items():
+        small, large = median_of(by_size["small"]), median_of(by_size["large"])
+        print(f"{route:22} {fmt(small):>44} {fmt(large):>44}  {large.rps / small.rps:5.2f}")
+    reopen(spaces["large"].pk)
+    print("\n== plan of next's pick in the 1,000,000-task space\n" + next_plan(spaces["large"].pk))
+
+
+if __name__ == "__main__":
+    main()
