@@ -225,3 +225,16 @@ def test_q_searches_title_and_body_best_match_first_and_pages_by_offset(writer):
     assert {t["number"] for t in writer.api.get(f"{S}/tasks?q=retry").json()["results"]} == {1, 3}  # stemmed
     assert writer.api.get(f"{S}/tasks?q=" + "x" * 501).status_code == 422
     assert writer.api.get(f'{S}/tasks?q="unbalanced OR -').status_code == 200
+
+
+def test_a_window_takes_the_graph_fields_per_proposal(writer):
+    create(writer, "first")
+    results = writer.api.post(f"{S}/tasks/window", {"proposals": [
+        {"title": "second", "priority": 0, "labels": ["ops"], "blocked_by": [1]},
+        {"title": "third", "blocked_by": [99]},
+        {"title": "fourth", "labels": ["no spaces allowed"]},
+    ]}).json()["results"]
+    assert [r["status"] for r in results] == [201, 422, 422]
+    assert results[0]["body"]["blocked_by"] == [1] and results[0]["body"]["labels"] == ["ops"]
+    assert "blocked_by" in results[1]["body"]["fields"] and "labels" in results[2]["body"]["fields"]
+    assert task(writer, 1)["blocks"] == [2]
