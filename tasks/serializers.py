@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
@@ -115,6 +116,8 @@ class TaskSerializer(serializers.Serializer):
         }
 
 
+@extend_schema_field({"type": "array", "maxItems": MAX_LABELS,
+                     "items": {"type": "string", "pattern": LABEL_PATTERN}})
 class LabelsField(serializers.Field):
     """SPEC §13 labels: a list of at most 10, each 1–40 of ``[a-z0-9._:-]`` once lower-cased.
     A plain field (it keeps no child field), so flat input serializers may hold it."""
@@ -140,6 +143,7 @@ class LabelsField(serializers.Field):
         return list(value)
 
 
+@extend_schema_field({"type": "array", "maxItems": MAX_BLOCKERS, "items": {"type": "integer", "minimum": 1}})
 class TaskNumbersField(serializers.Field):
     """A list of task numbers (``blocked_by``), at most ``max_length``; a plain field too."""
 
