@@ -200,3 +200,22 @@ class OperationObservation(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["operation", "created_at"], name="observation_operation_time")]
+
+
+class ConflictCount(models.Model):
+    """How many ``409 conflict_key_occupied`` answers a space gave in an hour (SPEC §14's
+    duplicates prevented), apart from the domain rows. Counted in ``shard``s (a server
+    process's backend id, modulo ``CONFLICT_COUNT_SHARDS``) so that racing refusals, each in
+    its own transaction, do not queue on one row. UNLOGGED: a count lost in a database crash
+    only under-reports a figure on the board."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False,
+                              db_constraint=False)  # conflictcount_one_per_shard
+    hour = models.DateTimeField()
+    shard = models.SmallIntegerField()
+    count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "hour", "shard"], name="conflictcount_one_per_shard"),
+        ]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from allocation import errors
@@ -26,6 +26,7 @@ from allocation.conflict_keys import ConflictKey, task_target
 from allocation.first_touch import LOCK_KEY
 from allocation.models import (
     TASK_DELIVERY_MODES,
+    ConflictCount,
     ConflictKind,
     Occupancy,
     Operation,
@@ -121,6 +122,8 @@ NEXT_RECEIVED_SEQ = "nextval('allocation_received_seq')"
 
 
 def occupied_error(occupancy: Occupancy, key: ConflictKey) -> errors.ConflictKeyOccupied:
+    """The refusal for a key found occupied after reserving (the reserve statement counts its own)."""
+    count_conflict(occupancy.space_id)
     if occupancy.task_id is not None:
         return occupant_error(key, task_number=occupancy.task.number, task_status=occupancy.task.status)
     return occupant_error(key, note_id=occupancy.note_id)
@@ -218,6 +221,40 @@ def reserve_over_reservation(
 NO_TASK_WINNER = "SELECT NULL::integer AS number, NULL::varchar AS status"
 
 
+CONFLICT_COUNT_SHARDS = 16
+
+
+@cache
+def count_conflict_sql(source: str) -> str:
+    """One more occupied-key refusal for the space, in this hour's counter of the caller's shard:
+    an ``INSERT … SELECT … FROM source`` (a row of ``source`` is one refusal)."""
+    quote = connection.ops.quote_name
+    table = quote(ConflictCount._meta.db_table)
+    values = {"space": "%(space)s", "hour": "date_trunc('hour', %(now)s::timestamptz)",
+              "shard": f"pg_backend_pid() %% {CONFLICT_COUNT_SHARDS}", "count": "1"}
+    return (f"{insert_select(ConflictCount, values)} FROM {source} "
+            f"ON CONFLICT (space_id, hour, shard) DO UPDATE SET count = {table}.count + 1")
+
+
+def count_conflict(space_id: int) -> None:
+    """Count a ``409 conflict_key_occupied`` answered outside the reserve statement (which counts
+    its own): a create whose reservation was taken over, a window's repeated key."""
+    with connection.cursor() as cursor:
+        cursor.execute(count_conflict_sql("(SELECT 1) AS one"), {"space": space_id, "now": timezone.now()})
+
+
+def conflicts_since(space_id: int, since) -> int:
+    """Occupied-key refusals counted in the hours that began at or after ``since``."""
+    total = ConflictCount.objects.filter(space_id=space_id, hour__gte=since).aggregate(n=models.Sum("count"))["n"]
+    return total or 0
+
+
+def purge_conflict_counts(*, dry_run: bool = False) -> int:
+    """Hourly counters older than two days: the board reads the last 24 hours."""
+    old = ConflictCount.objects.filter(hour__lt=timezone.now() - timedelta(days=2))
+    return old.count() if dry_run else old.delete()[0]
+
+
 @cache
 def reserve_sql(with_hold: bool, task_winner_sql: str) -> str:
     """Built once per shape. ``task_winner_sql`` is the caller's: a query over the occupancy row
@@ -235,6 +272,7 @@ def reserve_sql(with_hold: bool, task_winner_sql: str) -> str:
         f"LEFT JOIN LATERAL ({task_winner_sql}) w ON true "
         "WHERE o.space_id = %(space)s AND o.kind = %(kind)s AND o.target = %(target)s "
         "AND o.delivery_mode = %(delivery_mode)s), "
+        f"counted AS ({count_conflict_sql('occupant WHERE NOT EXISTS (SELECT 1 FROM held)')}), "
         f"inserted AS ({insert_select(Reservation, values)} "
         "WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM occupant) "
         "AND EXISTS (SELECT 1 FROM not_durable) "

@@ -2,18 +2,24 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.decorators.cache import cache_page
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from tasks.board import board_data_view, board_page
 from tasks.mcp import MCPEndpoint
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/v1/", permanent=False)),
     path("admin/", admin.site.urls),
+    # The board (SPEC §14): staff users with view_task, logged in as for the admin.
+    path("board/<slug:slug>/", board_page, name="board"),
+    path("board/<slug:slug>/data", board_data_view, name="board-data"),
     # MCP for agents, authenticated with the member's API key like the REST routes.
     path("mcp", MCPEndpoint.as_view(), name="mcp"),
     # The schema is the same for every request of a deployment: built once per process an hour.
     path("v1/schema", cache_page(60 * 60)(SpectacularAPIView.as_view()), name="schema"),
-    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # Swagger UI with its start-up script served as a file of its own, so the page's
+    # Content-Security-Policy allows no inline script.
+    path("v1/docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("spaces.urls")),
     path("v1/", include("allocation.urls")),
     path("v1/", include("tasks.urls")),

@@ -41,12 +41,15 @@ class MessageMiddleware(BrowserOnly, messages.MessageMiddleware):
     pass
 
 
-# The admin loads nothing from outside the server; the policy says so to the browser, so an
-# injected script or style from elsewhere does not run. (Inline style attributes stay allowed:
-# Django's admin templates use a few.)
+# The admin, the board and the API docs load nothing from outside the server; the policy says
+# so to the browser, so an injected script or style from elsewhere does not run. (Inline style
+# attributes stay allowed: Django's admin templates and Swagger UI use a few.)
 ADMIN_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
              "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
              "frame-ancestors 'none'")
+
+
+PAGES_UNDER_CSP = ("/admin/", "/board/", "/v1/docs")
 
 
 class AdminContentSecurityPolicyMiddleware:
@@ -55,7 +58,7 @@ class AdminContentSecurityPolicyMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if request.path_info.startswith("/admin/"):
+        if request.path_info.startswith(PAGES_UNDER_CSP):
             response.setdefault("Content-Security-Policy", ADMIN_CSP)
         return response
 

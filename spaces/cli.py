@@ -29,6 +29,32 @@ def describe_task(task: dict) -> str:
             f"{one_line(task['title'])}{labels}")
 
 
+def age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def board_table(s: dict) -> str:
+    """The summary as a few aligned tables (SPEC §14)."""
+    rows = [("live", s["live"]), *((f"  {status}", n) for status, n in s["by_status"].items()),
+            ("ready", s["ready"]), ("blocked", s["blocked"]), ("awaiting check", s["awaiting_check"]),
+            ("done in the last 7 days", s["done_last_7_days"]),
+            ("duplicates prevented (24 h)", s["duplicates_prevented_24h"])]
+    oldest = s["oldest_ready"]
+    rows.append(("oldest ready", f"task {oldest['task']}, {age(oldest['age_seconds'])} old" if oldest else "none"))
+    width = max(len(label) for label, _ in rows)
+    lines = [f"space {s['space']}", *(f"{label:<{width}}  {value}" for label, value in rows)]
+    if s["claims_by_member"]:
+        lines += ["", "holding"] + [f"  {h['name']:<{width - 2}}  tasks {numbers(h['tasks'])}"
+                                     for h in s["claims_by_member"]]
+    if s["slots"]:
+        lines += ["", f"{'slot':<8} {'live':>5} {'done':>5}"]
+        lines += [f"{slot['work_item_id']:<8} {slot['live']:>5} {slot['done']:>5}" for slot in s["slots"]]
+    return "\n".join(lines)
+
+
 def numbers(values: list[int]) -> str:
     return ", ".join(map(str, values))
 
@@ -38,6 +64,8 @@ def readable(command: str, result: Any) -> str:
         return describe_task(result)
     if command == "unblock":
         return "removed"
+    if command == "board":
+        return board_table(result)
     if command in ("tasks", "ready"):
         return "\n".join(describe_task(t) for t in result["results"]) or ("nothing ready" if command == "ready"
                                                                           else "no tasks")
@@ -120,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label", dest="labels", action="append", metavar="LABEL", help="carrying this label (repeatable)")
     p = sub.add_parser("task", help="show one task with its claims and attempts")
     p.add_argument("number", type=int)
+    sub.add_parser("board", help="the space at a glance: live work by state, who holds what, duplicates prevented")
     p = sub.add_parser("bind", help="preview how a title binds to the catalog")
     p.add_argument("title")
     p = sub.add_parser("notifications", help="your notifications")
@@ -163,6 +192,7 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
                                               q=args.q)),
         "task": lambda: client.task(args.number),
         "bind": lambda: client.bind(args.title),
+        "board": client.summary,
         "notifications": lambda: client.notifications(unread=args.unread),
     }
     return actions[args.command]()

@@ -106,6 +106,9 @@ class SpacesClient:
     def create_task(self, title: str, **extra: Any) -> dict:
         return self.request("POST", self.space("/tasks"), {"title": title, **extra})
 
+    def summary(self) -> dict:
+        return self.request("GET", self.space("/summary"))
+
     def tasks(self, **filters: Any) -> dict:
         return self.request("GET", self.space("/tasks"), params=filters)
 

@@ -23,7 +23,7 @@ from spaces.api.views import SpaceView
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret, reissuer
 from spaces.selectors import as_int, get_member
-from tasks import attempts, claims, exports, graph, selectors, services, stewardship
+from tasks import attempts, claims, exports, graph, selectors, services, stewardship, summary
 from tasks.errors import SurvivorInvalid
 from tasks.filters import filter_tasks
 from tasks.models import Attempt, Export, Notification
@@ -84,6 +84,14 @@ class TaskListView(SpaceView):
         task = services.create_task(space=self.space, actor=self.member, attempt=attempt_of(request),
                                     catalog_version=self.space.catalog_version, **data)
         return Response(TaskSerializer(task).data, status=status.HTTP_201_CREATED)
+
+
+class SummaryView(SpaceView):
+    """``GET …/summary`` (SPEC §14): the space at a glance, for any member."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(summary.space_summary(self.space))
 
 
 class TaskWindowView(SpaceView):

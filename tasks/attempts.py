@@ -15,6 +15,7 @@ from spaces.selectors import as_int
 from tasks import errors, graph
 from tasks.claims import end_claims
 from tasks.lifecycle import (
+    count_done,
     record_event,
     check_task_live,
     live_claims,
@@ -117,6 +118,7 @@ def accept(*, task: Task, attempt: Attempt, actor: Member | None) -> None:
     task.updated_at = now
     task.save(update_fields=["status", "updated_at"])
     release_occupancy(task)
+    count_done(task)
     graph.task_ended(task, actor=actor)
     record_event(task=task, kind=EventKind.ACCEPTED, actor=actor, attempt=attempt.number, post=attempt.post_id,
                  passed=passed_numbers, cycle=task.cycle)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from django.db import connection
 from django.utils import timezone
 
 from allocation.models import Occupancy
@@ -14,6 +15,7 @@ from tasks.models import (
     AttemptState,
     ClaimOrigin,
     Notification,
+    SlotDoneCount,
     Task,
     TaskEvent,
     TaskStatus,
@@ -29,6 +31,18 @@ def notify(*, members: Iterable[Member | int], kind: str, task: Task | None, **d
 
 def record_event(*, task: Task, kind: str, actor: Member | None, **details: Any) -> TaskEvent:
     return TaskEvent.objects.create(space_id=task.space_id, task=task, kind=kind, actor=actor, details=details)
+
+
+def count_done(task: Task) -> None:
+    """One more done task for its catalog slot (the board's per-slot figures)."""
+    if not task.work_item_id:
+        return
+    table = SlotDoneCount._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (space_id, work_item_id, done) VALUES (%s, %s, 1) "
+            f"ON CONFLICT (space_id, work_item_id) DO UPDATE SET done = {table}.done + 1",
+            [task.space_id, task.work_item_id])
 
 
 def live_claims(task: Task):

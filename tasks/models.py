@@ -98,6 +98,8 @@ class Task(models.Model):
             models.Index(fields=["space", "priority", "number"], name="task_open_by_priority",
                          condition=Q(status="open")),
             GinIndex(fields=["search"], name="task_search"),
+            # The board's "done in the last 7 days": a done task is never updated again.
+            models.Index(fields=["space", "updated_at"], name="task_done_by_time", condition=Q(status="done")),
             models.Index(fields=["space", "conflict_kind", "conflict_target", "delivery_mode"], name="task_conflict_key"),
             models.Index(fields=["space", "status", "number"], name="task_space_status_number"),
         ]
@@ -131,6 +133,21 @@ class Dependency(models.Model):
         indexes = [models.Index(fields=["space", "blocker", "task"], name="dependency_by_blocker")]
 
 
+class SlotDoneCount(models.Model):
+    """How many tasks bound to a catalog slot are done (SPEC §14's per-slot counts), kept by the
+    transaction that makes each one done: done is final, and counting them at read time would
+    grow with the space."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    work_item_id = models.CharField(max_length=32)
+    done = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "work_item_id"], name="slotdonecount_one_per_slot"),
+        ]
+
+
 class EventKind(models.TextChoices):
     CREATED = "created"
     CLAIMED = "claimed"
@@ -157,7 +174,8 @@ class EventKind(models.TextChoices):
 class TaskEvent(models.Model):
     """One state change of a task, attributed (SPEC §8)."""
 
-    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+",
+                              db_index=False)  # taskevent_space_id
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events", db_index=False)  # taskevent_task_id
     kind = models.CharField(max_length=16, choices=EventKind.choices)
     actor = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -166,7 +184,11 @@ class TaskEvent(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["task", "id"], name="taskevent_task_id")]
+        indexes = [
+            models.Index(fields=["task", "id"], name="taskevent_task_id"),
+            # The board's version: the space's latest event.
+            models.Index(fields=["space", "id"], name="taskevent_space_id"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} · {self.created_at:%Y-%m-%d %H:%M:%S} UTC"
@@ -222,6 +244,7 @@ class Claim(models.Model):
         ]
         indexes = [
             models.Index(fields=["expires_at"], name="claim_live_expiry", condition=Q(ended_at__isnull=True)),
+            models.Index(fields=["space", "member"], name="claim_live_by_space", condition=Q(ended_at__isnull=True)),
             models.Index(fields=["task", "cycle"], name="claim_task_cycle"),
         ]
 
@@ -257,6 +280,7 @@ class Attempt(models.Model):
             models.UniqueConstraint(fields=["space", "task", "cycle", "member"], name="attempt_one_per_member_cycle"),
             models.CheckConstraint(condition=Q(state__in=AttemptState.values), name="attempt_state_valid"),
         ]
+        indexes = [models.Index(fields=["space", "task"], name="attempt_waiting", condition=Q(state="waiting"))]
 
 
 class Verdict(models.TextChoices):

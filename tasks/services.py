@@ -256,6 +256,8 @@ def create_tasks_window(
                 results.append(WindowResult(index, error.http_status, None, error))
         elif isinstance(outcome, int):
             leader = results[outcome]
+            if leader.task is not None:
+                allocation.count_conflict(space.pk)
             error = leader.error if leader.task is None else allocation.occupant_error(
                 outcomes[outcome].key, task_number=leader.task.number, task_status=leader.task.status)
             results.append(WindowResult(index, error.http_status, None, error))

@@ -5,6 +5,7 @@ from tasks import api
 urlpatterns = [
     path("spaces/<slug:slug>/holds", api.HoldListView.as_view(), name="holds"),
     path("spaces/<slug:slug>/holds/<str:work_item_id>", api.HoldDetailView.as_view(), name="hold"),
+    path("spaces/<slug:slug>/summary", api.SummaryView.as_view(), name="summary"),
     path("spaces/<slug:slug>/tasks", api.TaskListView.as_view(), name="tasks"),
     path("spaces/<slug:slug>/tasks/window", api.TaskWindowView.as_view(), name="tasks-window"),
     path("spaces/<slug:slug>/tasks/<str:number>", api.TaskDetailView.as_view(), name="task"),

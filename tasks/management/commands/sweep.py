@@ -3,7 +3,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from allocation.idempotency import expire_operations, purge_operations
-from allocation.services import expire_reservations
+from allocation.services import expire_reservations, purge_conflict_counts
 from spaces.throttles import purge_rate_counters
 from tasks.claims import expire_claims
 
@@ -29,6 +29,7 @@ class Command(BaseCommand):
                 "operation leases": expire_operations(dry_run=dry_run),
                 "old operations": purge_operations(dry_run=dry_run),
                 "old rate counters": purge_rate_counters(dry_run=dry_run),
+                "old conflict counts": purge_conflict_counts(dry_run=dry_run),
             }
             verb = "Would sweep" if dry_run else "Swept"
             self.stdout.write(f"{verb}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")

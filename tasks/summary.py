@@ -1,0 +1,87 @@
+"""A space at a glance (SPEC §14): the figures of ``GET …/summary``, the board's header and
+``spaces board``. Every query reads live work, a recent range or a kept count through an
+index, so the cost does not grow with finished work (SPEC §11)."""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from allocation import services as allocation
+from spaces.models import Space
+from tasks.models import LIVE_STATUSES, Attempt, AttemptState, Claim, Dependency, SlotDoneCount, Task, TaskStatus
+
+RECENT_DONE = timedelta(days=7)
+DUPLICATES_WINDOW = timedelta(hours=24)
+
+
+def live_counts(space: Space) -> dict[str, tuple[int, int]]:
+    """Per live status: (tasks, of which blocked)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT t.status, count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM {Dependency._meta.db_table} d "
+            "WHERE d.space_id = t.space_id AND d.task_id = t.id)) "
+            f"FROM {Task._meta.db_table} t WHERE t.space_id = %s AND t.status = ANY(%s) GROUP BY t.status",
+            [space.pk, [s.value for s in LIVE_STATUSES]])
+        return {status: (total, blocked) for status, total, blocked in cursor.fetchall()}
+
+
+def oldest_ready(space: Space, now) -> dict[str, Any] | None:
+    """The ready task created first (numbers follow creation), with its age in seconds."""
+    from tasks.filters import ready_condition
+
+    task = (Task.objects.filter(space=space).filter(ready_condition()).order_by("number")
+            .values("number", "title", "created_at").first())
+    if task is None:
+        return None
+    return {"task": task["number"], "title": task["title"],
+            "age_seconds": max(0, int((now - task["created_at"]).total_seconds()))}
+
+
+def claims_by_member(space: Space) -> list[dict[str, Any]]:
+    holders: dict[int, dict[str, Any]] = {}
+    live = (Claim.objects.filter(space=space, ended_at=None).order_by("member_id", "task__number")
+            .values_list("member_id", "member__name", "task__number"))
+    for member_id, name, number in live:
+        holders.setdefault(member_id, {"member": member_id, "name": name, "tasks": []})["tasks"].append(number)
+    return sorted(holders.values(), key=lambda h: (-len(h["tasks"]), h["name"]))
+
+
+def slot_counts(space: Space) -> list[dict[str, Any]]:
+    """Per catalog slot that has had work: live and done tasks bound to it."""
+    slots: dict[str, dict[str, Any]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT work_item_id, count(*) FROM {Task._meta.db_table} WHERE space_id = %s AND status = ANY(%s) "
+            "AND work_item_id IS NOT NULL GROUP BY work_item_id",
+            [space.pk, [s.value for s in LIVE_STATUSES]])
+        for slot, n in cursor.fetchall():
+            slots[slot] = {"work_item_id": slot, "live": n, "done": 0}
+    for slot, done in SlotDoneCount.objects.filter(space=space).values_list("work_item_id", "done"):
+        slots.setdefault(slot, {"work_item_id": slot, "live": 0, "done": 0})["done"] = done
+    return sorted(slots.values(), key=lambda s: (len(s["work_item_id"]), s["work_item_id"]))
+
+
+def space_summary(space: Space) -> dict[str, Any]:
+    """SPEC §14's figures for one space."""
+    now = timezone.now()
+    counts = live_counts(space)
+    by_status = {status.value: counts.get(status.value, (0, 0))[0] for status in LIVE_STATUSES}
+    open_total, open_blocked = counts.get(TaskStatus.OPEN.value, (0, 0))
+    return {
+        "space": space.slug,
+        "generated_at": now,
+        "live": sum(by_status.values()),
+        "by_status": by_status,
+        "done_last_7_days": Task.objects.filter(space=space, status=TaskStatus.DONE,
+                                                updated_at__gte=now - RECENT_DONE).count(),
+        "ready": open_total - open_blocked,
+        "blocked": sum(blocked for _, blocked in counts.values()),
+        "awaiting_check": Attempt.objects.filter(space=space, state=AttemptState.WAITING).count(),
+        "claims_by_member": claims_by_member(space),
+        "oldest_ready": oldest_ready(space, now),
+        "duplicates_prevented_24h": allocation.conflicts_since(space.pk, now - DUPLICATES_WINDOW),
+        "slots": slot_counts(space),
+    }
