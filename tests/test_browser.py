@@ -77,3 +77,80 @@ def test_a_steward_previews_a_bind_and_supersedes_a_duplicate(live_server, brows
     rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
     assert len(rows) == 1 and "Retry policy" in rows[0].text
     assert Task.objects.get(pk=dup.pk).status == "superseded"
+
+
+def seed_a_working_team(space):
+    """A space mid-afternoon: work at every stage, held by a few agents."""
+    from spaces.models import Post
+    from tasks import attempts, claims
+
+    planner, _ = member_with_key(space, "steward", "planner")
+    agents = {name: member_with_key(space, "writer", name)[0] for name in ("ana", "bo", "cy")}
+    make = lambda title, **kw: create_task(space=space, actor=planner, title=title, **kw)  # noqa: E731
+    harness = make("Build a benchmark for code review agents", priority=1, labels=["eval"])
+    make("Token spend dashboard", priority=2, labels=["ui", "cost"])
+    retry = make("Retry and backoff policy for tool calls", priority=0, labels=["api"])
+    schema = make("Add a priority column to the runs table", priority=1, labels=["db"])
+    make("Migrate old runs to the new schema", priority=1, labels=["db"], blocked_by=[schema.number])
+    make("Publish the evaluation report", priority=2, labels=["docs"], blocked_by=[harness.number])
+    make("Write the onboarding guide", priority=3, labels=["docs"])
+    make("Rotate the staging API keys", priority=2, labels=["ops"])
+    claims.claim_task(space=space, member=agents["ana"], number=harness.number)
+    claims.claim_task(space=space, member=agents["bo"], number=schema.number)
+    claims.claim_task(space=space, member=agents["cy"], number=retry.number)
+    post = Post.objects.create(space=space, author=agents["cy"], body="Exponential backoff, capped at 30 s.")
+    attempts.mark_done(task=Task.objects.get(pk=retry.pk), member=agents["cy"], post_id=post.pk)
+    return planner, agents
+
+
+def test_the_board_updates_itself_as_an_agent_team_works(live_server, browser):
+    """Log in, open the board, then create, claim, deliver and check a task through the API while the
+    page is open: each change shows within ten seconds, with no reload and no redraw of other cards."""
+    import httpx
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    space = load_agent_lab()
+    planner, agents = seed_a_working_team(space)
+    _, ana_key = member_with_key(space, "writer", "dee")
+    _, checker_key = member_with_key(space, "writer", "eve")
+    User.objects.create_superuser("ada", "ada@example.com", "correct horse")
+    api = f"{live_server.url}/v1/spaces/agent-lab"
+
+    def call(key: str, method: str, path: str, body=None, expect: int | None = None):
+        response = httpx.request(method, api + path, json=body, headers={"Authorization": f"Bearer {key}"}, timeout=10)
+        assert response.status_code == expect if expect else response.status_code < 300, response.text
+        return response.json()
+
+    browser.get(f"{live_server.url}/admin/login/?next=/board/agent-lab/")
+    browser.find_element(By.NAME, "username").send_keys("ada")
+    browser.find_element(By.NAME, "password").send_keys("correct horse")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    wait = WebDriverWait(browser, 10)
+    wait.until(lambda d: d.find_elements(By.ID, "card-7"))
+    # The page must never reload (the marker goes) nor redraw a card that did not change.
+    browser.execute_script("window.__marker = 'kept'; document.getElementById('card-7').__kept = true;")
+
+    def in_column(number: int, column: str) -> None:
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f"#cards-{column} #card-{number}"),
+                   f"task {number} did not reach {column} within ten seconds")
+        assert browser.execute_script("return window.__marker") == "kept", "the page reloaded"
+        assert browser.execute_script("return document.getElementById('card-7').__kept === true"), \
+            "an unchanged card was redrawn"
+
+    created = call(ana_key, "POST", "/tasks", {"title": "Write the release notes", "priority": 0, "labels": ["docs"]})
+    number = created["number"]
+    in_column(number, "ready")
+    call(ana_key, "POST", "/next", {"number": number})
+    in_column(number, "claimed")
+    assert "dee" in browser.find_element(By.ID, f"card-{number}").text
+    post = call(ana_key, "POST", "/posts", {"body": "Release notes drafted."})
+    call(ana_key, "POST", f"/tasks/{number}/done", {"post": post["id"]})
+    in_column(number, "in_review")
+    assert "attempt 1 waiting" in browser.find_element(By.ID, f"card-{number}").text
+    call(checker_key, "POST", f"/tasks/{number}/attempts/1/confirm")
+    in_column(number, "done")
+    call(ana_key, "POST", "/tasks", {"title": "Rotate the staging API keys"}, expect=409)  # a duplicate
+    wait.until(lambda d: d.find_element(By.ID, "fig-duplicates").text == "1")
+    assert browser.execute_script("return window.__marker") == "kept"
+    browser.save_screenshot(str(SHOTS / "board.png"))

@@ -1,0 +1,87 @@
+"""`bin/run` three times, with a data folder of its own: one demo steward across runs, a fresh key each
+time (the previous one revoked), and everything it started stopped by a TERM."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import httpx
+import pytest
+
+from tests.live_server import ROOT, free_port
+
+pytestmark = [pytest.mark.slow]
+
+
+def start(name: str, port: int) -> tuple[subprocess.Popen, str, str]:
+    """Start bin/run (no DATABASE_URL: its own embedded server) and read up to its server's start:
+    the process, the key it printed, and what it printed."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(SPACES_RUN_NAME=name, SPACES_PORT=str(port))
+    process = subprocess.Popen(["bin/run"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    output, key = [], None
+    for line in process.stdout:
+        output.append(line)
+        match = re.match(r"^\s+(sk_\w+)\s*$", line)
+        key = match.group(1) if match else key
+        if "Starting development server" in line:
+            break
+    assert key, "".join(output)
+    return process, key, "".join(output)
+
+
+def get_when_up(url: str, key: str) -> httpx.Response:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return httpx.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=5)
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+
+
+def test_every_run_keeps_one_demo_steward_revokes_the_last_key_and_stops_what_it_started():
+    name = f"runtest-{uuid.uuid4().hex[:8]}"
+    data = [ROOT / ".postgres" / name, ROOT / ".postgres" / f"{name}.secret_key",
+            ROOT / ".postgres" / f"{name}.admin_password"]
+    try:
+        keys, output = [], ""
+        for _ in range(3):
+            port = free_port()
+            process, key, printed = start(name, port)
+            try:
+                api = f"http://127.0.0.1:{port}/v1/spaces/agent-lab"
+                members = get_when_up(f"{api}/members", key)
+                assert members.status_code == 200, members.text
+                assert [m["name"] for m in members.json()["results"]] == ["demo-steward"]  # one member, every run
+                for old in keys:  # each run revokes the key the one before printed
+                    assert httpx.get(f"{api}/tasks", headers={"Authorization": f"Bearer {old}"}).status_code == 401
+            finally:
+                stop(process)
+            keys.append(key)
+            output = printed
+        assert len(set(keys)) == 3
+        base = f"http://127.0.0.1:{port}"
+        assert f"{base}/board/agent-lab/" in output and f"export SPACES_URL={api} SPACES_KEY={key}" in output
+        assert "user admin" in output and data[2].stat().st_mode & 0o077 == 0  # the admin password: owner-only
+        leftovers = subprocess.run(["pgrep", "-f", f".postgres/{name}"], capture_output=True, text=True).stdout
+        assert leftovers == "", "the embedded server outlived bin/run"
+    finally:
+        for path in data:
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
