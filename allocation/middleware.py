@@ -13,12 +13,11 @@ import json
 
 from django.http import HttpResponse
 
-from allocation.runner import Answer, Attempt, run_attempt
+from allocation.runner import Answer, Attempt, check_idempotency_key, run_attempt
 from common.problems import PROBLEM_JSON, problem_response
 from common.refusals import DomainError, InvalidRequest
 from spaces.auth import bearer_token, request_api_key
 
-MAX_KEY_LENGTH = 255
 REPLAYED_HEADERS = ("Retry-After", "Location")
 
 
@@ -33,15 +32,12 @@ class IdempotencyMiddleware:
         raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
         if raw_key is None:
             return self.get_response(request)  # the view answers 401
-        if not idempotency_key.strip() or len(idempotency_key) > MAX_KEY_LENGTH:
+        try:
+            check_idempotency_key(idempotency_key)
+        except InvalidRequest as error:
             if request_api_key(request) is None:
-                return self.get_response(request)
-            return problem_response(
-                InvalidRequest(
-                    "Idempotency-Key must be 1 to 255 characters.",
-                    fields={"Idempotency-Key": [f"1 to {MAX_KEY_LENGTH} characters."]},
-                )
-            )
+                return self.get_response(request)  # the view answers 401 first
+            return problem_response(error)
         try:
             body = json.loads(request.body or b"null")
         except (ValueError, UnicodeDecodeError):

@@ -25,9 +25,11 @@ from typing import Any, Callable
 from django.db import connection
 
 from allocation import errors
+from allocation.binding import has_control_characters
 from allocation.first_touch import relock, touch_first
 from allocation.idempotency import check_tuple, request_fingerprint, settle_operation
 from allocation.models import Operation, OperationState
+from common.refusals import InvalidRequest
 from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
 
@@ -108,6 +110,21 @@ def in_progress() -> errors.IdempotencyInProgress:
     )
 
 
+MAX_KEY_LENGTH = 255
+
+
+def check_idempotency_key(key: str) -> None:
+    """An Idempotency-Key is 1 to 255 printable characters, whichever front it came through."""
+    try:
+        key.encode("utf-8")
+        printable = not has_control_characters(key)
+    except UnicodeEncodeError:  # a lone surrogate
+        printable = False
+    if not key.strip() or len(key) > MAX_KEY_LENGTH or not printable:
+        raise InvalidRequest(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} printable characters.",
+                             fields={"Idempotency-Key": [f"1 to {MAX_KEY_LENGTH} printable characters."]})
+
+
 def run_attempt(
     *, raw_key: str, idempotency_key: str, method: str, path: str, body: Any, work: Callable[[Attempt], Answer]
 ) -> tuple[ApiKey | None, Answer | None]:
@@ -119,6 +136,7 @@ def run_attempt(
     written. A 5xx answer (the work crashed) commits nothing, so a retry runs again; a
     transient answer (SPEC §7.1) leaves the operation retryable; any other completes it.
     """
+    check_idempotency_key(idempotency_key)
     fingerprint = request_fingerprint(method, path, body)
     connection.ensure_connection()
     connection.set_autocommit(False)

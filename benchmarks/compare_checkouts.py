@@ -71,6 +71,8 @@ def scenarios(keys: list[str]) -> dict[str, Scenario]:
         "create+key": Scenario(tasks, keys, body='{"title": "task {unique}"}', headers={"Idempotency-Key": "{unique}"}),
         "replay": Scenario(tasks, keys, body='{"title": "replayed {agent}"}', headers={"Idempotency-Key": "r{agent}"}),
         "409": Scenario(tasks, keys, body='{"title": "review agent benchmark"}'),
+        "409+key": Scenario(tasks, keys, body='{"title": "review agent benchmark"}',
+                            headers={"Idempotency-Key": "{unique}"}),
         "next": Scenario("/v1/spaces/bench/next", keys),
     }
 

@@ -2,7 +2,7 @@
 
 Two spaces in one database, each with the same 5,000 open tasks (half of them blocked by
 another open task, priorities 0-4 and labels spread) and the rest finished: 5,000 finished
-in `small`, 995,000 in `large`; every task has its `created` event, and 100 tasks of each
+in `small`, 995,000 in `large`, in both about 500 of them in the last 7 days; every task has its `created` event, and 100 tasks of each
 space carry the word "zebrafish". Rows are seeded with INSERT … SELECT generate_series,
 the fastest way PostgreSQL offers short of COPY, then VACUUM ANALYZE as autovacuum would.
 
@@ -10,7 +10,8 @@ For each route it prints requests per second at both sizes (wrk, closed loop, on
 a client, gunicorn sync workers), alternating the sizes for each repeat, and the ratio
 large/small (SPEC §11 asks ≥ 0.8): `next` plain and with a label, create, one task, a
 filtered list page (?ready=true&label=…), a full-text search, and one task's history.
-Then the plan of `next`'s pick at 1,000,000 tasks (EXPLAIN ANALYZE, BUFFERS).
+Before those, one client's median for the summary (SPEC §14) and the board's data at both
+sizes; after them, the plan of `next`'s pick at 1,000,000 tasks (EXPLAIN ANALYZE, BUFFERS).
 
     .venv/bin/python benchmarks/scale_bench.py [--seconds 2] [--repeats 3] [--clients 4]
 
@@ -31,6 +32,7 @@ from benchmarks.common import bench_database_url, gunicorn, recreate_database, s
 from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
 
 OPEN = 5_000
+RECENT_DONE = 500  # done in the last 7 days, in either space: the same recent pace of work
 SIZES = {"small": 10_000, "large": 1_000_000}
 LABELS = ["api", "db", "ui", "ops", "docs"]
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
@@ -38,7 +40,9 @@ WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
 
 def seed(space_id: int, creator_id: int, total: int) -> None:
     """``total`` tasks: every (total/OPEN)-th open, the rest done; open task k (1-based) is
-    blocked by open task k+1 when k is even; 100 titles say zebrafish."""
+    blocked by open task k+1 when k is even; 100 titles say zebrafish. Open tasks were created
+    a minute apart; about RECENT_DONE done ones were created and finished in the last 7 days
+    (the newest numbers), the others more than 30 days ago."""
     from django.db import connection
 
     step = total // OPEN
@@ -53,13 +57,16 @@ def seed(space_id: int, creator_id: int, total: int) -> None:
             SELECT %(space)s, g, 'bench task ' || g || CASE WHEN g %% %(every)s = 1 THEN ' zebrafish' ELSE '' END,
                    '', 'result', NULL, 'create_task', 'task:bench:' || g,
                    CASE WHEN g %% %(step)s = 0 THEN 'open' ELSE 'done' END, 1, %(creator)s, 0, '', NULL, NULL,
-                   NULL, '', now(), now(), (g / %(step)s) %% 5,
+                   NULL, '', at.t, at.t, (g / %(step)s) %% 5,
                    ARRAY[(%(labels)s::varchar[])[(g / %(step)s) %% 5 + 1]]
                    || CASE WHEN (g / %(step)s) %% 3 <> 0 THEN ARRAY['core']::varchar[] ELSE '{}' END
-            FROM generate_series(1, %(total)s) AS g
+            FROM generate_series(1, %(total)s) AS g,
+            LATERAL (SELECT CASE WHEN g %% %(step)s = 0 OR g > %(total)s - %(recent_span)s
+                                 THEN now() - interval '1 minute' * (%(total)s - g)
+                                 ELSE now() - interval '30 days' - interval '1 minute' * (%(total)s - g) END) AS at(t)
             """,
             {"space": space_id, "total": total, "step": step, "every": every, "creator": creator_id,
-             "labels": LABELS},
+             "labels": LABELS, "recent_span": -(-RECENT_DONE * step // (step - 1))},
         )
         cursor.execute("UPDATE spaces_space SET task_counter = %s WHERE id = %s", [total, space_id])
         cursor.execute(
@@ -113,6 +120,40 @@ def next_plan(space_id: int) -> str:
     return plan
 
 
+def median_ms(base: str, path: str, key: str, *, requests: int = 60) -> float:
+    """One client's median latency, request after request."""
+    import http.client
+    import statistics
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base)
+    times = []
+    for _ in range(requests):
+        conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+        started = time.perf_counter()
+        conn.request("GET", path, headers={"Authorization": f"Bearer {key}"})
+        response = conn.getresponse()
+        response.read()
+        times.append((time.perf_counter() - started) * 1000)
+        assert response.status == 200, response.status
+        conn.close()
+    return statistics.median(times)
+
+
+def board_data_ms(space, *, rounds: int = 30) -> float:
+    """The board's full data (every column, every card, the summary), in this process."""
+    import statistics
+
+    from tasks.board import board_data
+
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        board_data(space, since=None, numbers=[], label=None, member=None)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=2.0)
@@ -156,6 +197,11 @@ def main() -> None:
     }
     results: dict[str, dict[str, list]] = {route: {n: [] for n in SIZES} for route in routes}
     with gunicorn(url, workers=WORKERS) as base:
+        print("\n== one client, median of 60 requests (SPEC §14: the summary within 50 ms at 1,000,000)")
+        for name, total in SIZES.items():
+            summary = median_ms(base, f"/v1/spaces/{name}/summary", keys[name][0])
+            print(f"   GET …/summary, {total:>9,} tasks: {summary:6.1f} ms   "
+                  f"board data (in process): {board_data_ms(spaces[name]):6.1f} ms", flush=True)
         for name in SIZES:
             run_load(base, routes["one task"](name), clients=2, seconds=1)  # warm the workers
         for repeat in range(args.repeats):

@@ -15,12 +15,12 @@ from spaces.selectors import as_int
 from tasks import errors, graph
 from tasks.claims import end_claims
 from tasks.lifecycle import (
-    count_done,
-    record_event,
     check_task_live,
+    count_done,
     live_claims,
     notify,
     recompute_status,
+    record_event,
     release_occupancy,
 )
 from tasks.models import (

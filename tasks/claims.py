@@ -21,12 +21,12 @@ from common.sql import insert_select, written_fields
 from spaces.models import Member, Space
 from tasks import errors, graph
 from tasks.lifecycle import (
-    record_event,
     check_task_live,
     check_task_usable,
     live_claims,
     notify,
     recompute_status,
+    record_event,
 )
 from tasks.models import (
     Claim,

@@ -25,7 +25,7 @@ from common.refusals import InvalidRequest, NotFound
 from spaces.models import Member, Space
 from spaces.selectors import as_int
 from tasks import errors
-from tasks.lifecycle import record_event, check_task_live, notify
+from tasks.lifecycle import check_task_live, notify, record_event
 from tasks.models import (
     LIVE_STATUSES,
     MAX_BLOCKERS,

@@ -13,7 +13,7 @@ from allocation import services as allocation
 from spaces.models import Member, Role
 from tasks import errors, graph
 from tasks.claims import end_claims
-from tasks.lifecycle import record_event, check_task_live, live_claims, notify, release_occupancy
+from tasks.lifecycle import check_task_live, live_claims, notify, record_event, release_occupancy
 from tasks.models import (
     LIVE_STATUSES,
     ClaimEnd,

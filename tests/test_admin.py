@@ -188,3 +188,9 @@ def test_the_task_list_shows_and_filters_the_work_graph(admin_client, space, ste
     assert f'/admin/tasks/task/{first.pk}/change/">#1</a>' in html  # what it waits on
     html = admin_client.get(f"/admin/tasks/task/{first.pk}/change/").content.decode()
     assert f'/admin/tasks/task/{second.pk}/change/">#2</a>' in html  # what it blocks
+
+
+def test_a_space_page_links_its_bind_preview_and_its_board(admin_client, space):
+    html = admin_client.get(f"/admin/spaces/space/{space.pk}/change/").content.decode()
+    assert f'href="/admin/spaces/space/{space.pk}/bind/"' in html and 'href="/board/agent-lab/"' in html
+    assert admin_client.get("/admin/spaces/space/add/").status_code == 200
