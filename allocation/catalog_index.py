@@ -2,7 +2,9 @@
 
 The cache is only a speed-up: ``Space.catalog_version`` is bumped in the same
 transaction as every catalog change, so a process whose copy is older than the
-committed version rebuilds it before binding. Correctness never depends on the cache.
+committed version brings it up to date before binding: by the rows the versions since
+changed (``CatalogChange``), or, when those are many or no longer logged, by a fresh
+build. Correctness never depends on the cache.
 """
 from __future__ import annotations
 
@@ -10,9 +12,12 @@ import threading
 from collections import OrderedDict
 
 from allocation.binding import CatalogIndex
-from spaces.models import CharterItem, Space
+from spaces.models import CatalogChange, CharterItem, Space
 
 MAX_CACHED_SPACES = 64
+# An index scores at most this many edited rows beside its build (and never more than a
+# tenth of it) before the next catch-up builds afresh.
+MAX_EDITED_ROWS = 2000
 _cache: OrderedDict[int, tuple[int, CatalogIndex]] = OrderedDict()
 _lock = threading.Lock()
 
@@ -26,8 +31,26 @@ def load_index(space_id: int) -> CatalogIndex:
     return CatalogIndex(rows.iterator(chunk_size=5000))
 
 
+def caught_up(space_id: int, version: int, index: CatalogIndex) -> tuple[int, CatalogIndex] | None:
+    """``index`` (at ``version``) with the rows every later committed version changed, and the
+    version it is now at; None when a fresh build is due (too many rows, or a gap in the log)."""
+    changes = list(CatalogChange.objects.filter(space_id=space_id, version__gt=version)
+                   .values_list("version", "work_item_id"))
+    versions = {v for v, _ in changes}
+    if not changes or versions != set(range(version + 1, max(versions) + 1)):
+        return None  # a version whose changes were purged (or not yet visible): build afresh
+    changed = {wid for _, wid in changes}
+    if CatalogChange.EVERYTHING in changed or index.edited + len(changed) > min(MAX_EDITED_ROWS, len(index) // 10 + 50):
+        return None
+    # Read after the log: a row may be newer than max(versions), never older; a later catch-up
+    # applies it again.
+    current = {wid: (title, aliases) for wid, title, aliases in CharterItem.objects
+               .filter(space_id=space_id, work_item_id__in=changed).values_list("work_item_id", "canonical_title", "aliases")}
+    return max(versions), index.with_changes({wid: current.get(wid) for wid in changed})
+
+
 def catalog_index(space: Space, *, version: int | None = None) -> CatalogIndex:
-    """The bind index for ``space`` at ``version`` (read now when not given).
+    """The bind index for ``space`` at ``version`` or later (the version is read now when not given).
 
     The version is read before the rows, so an index is never older than the version it
     is filed under.
@@ -39,15 +62,17 @@ def catalog_index(space: Space, *, version: int | None = None) -> CatalogIndex:
         if cached is not None and cached[0] >= version:
             _cache.move_to_end(space.pk)
             return cached[1]
-    index = load_index(space.pk)
+    updated = caught_up(space.pk, *cached) if cached is not None else None
+    if updated is None or updated[0] < version:
+        updated = (version, load_index(space.pk))
     with _lock:
         cached = _cache.get(space.pk)
-        if cached is None or cached[0] < version:
-            _cache[space.pk] = (version, index)
+        if cached is None or cached[0] < updated[0]:
+            _cache[space.pk] = updated
             _cache.move_to_end(space.pk)
             while len(_cache) > MAX_CACHED_SPACES:
                 _cache.popitem(last=False)
-    return index
+    return updated[1]
 
 
 def forget_all() -> None:

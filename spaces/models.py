@@ -166,6 +166,22 @@ class CharterItem(models.Model):
         return f"{self.work_item_id} {self.canonical_title}"
 
 
+class CatalogChange(models.Model):
+    """Which catalog row a catalog version changed (SPEC §4.3), written in the transaction that
+    bumps ``Space.catalog_version``: a server process whose bind index is older applies just
+    these rows. ``work_item_id`` ``*`` means "too many to list: rebuild"."""
+
+    EVERYTHING = "*"
+
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="+", db_index=False)
+    version = models.PositiveIntegerField()
+    work_item_id = models.CharField(max_length=32)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["space", "version"], name="catalogchange_space_version")]
+
+
 class Post(models.Model):
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="posts")
     author = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="posts")

@@ -12,7 +12,7 @@ import string
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -22,6 +22,7 @@ from spaces.fingerprints import request_fingerprint
 from spaces.key_lookup import key_by_prefix
 from spaces.models import (
     ApiKey,
+    CatalogChange,
     CharterItem,
     JoinLink,
     JoinRedemption,
@@ -307,8 +308,28 @@ def delete_join_link(*, link: JoinLink) -> None:
 # --- Catalog ---------------------------------------------------------------------------------
 
 
-def bump_catalog_version(space: Space) -> None:
-    Space.objects.filter(pk=space.pk).update(catalog_version=F("catalog_version") + 1)
+# Past this many rows one catalog change is logged as "rebuild" rather than row by row.
+MAX_LOGGED_CHANGES = 1000
+
+
+def bump_catalog_version(space: Space, changed: list[str]) -> int:
+    """The next catalog version, with the rows it changed (``CatalogChange``), in the caller's
+    transaction: bind indexes catch up by those rows alone."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {Space._meta.db_table} SET catalog_version = catalog_version + 1 WHERE id = %s "
+                       "RETURNING catalog_version", [space.pk])
+        version = cursor.fetchone()[0]
+    if len(changed) > MAX_LOGGED_CHANGES:
+        changed = [CatalogChange.EVERYTHING]
+    CatalogChange.objects.bulk_create([CatalogChange(space=space, version=version, work_item_id=wid)
+                                       for wid in sorted(set(changed))])
+    return version
+
+
+def purge_catalog_changes(*, dry_run: bool = False) -> int:
+    """Changes older than a day: a process that has not caught up by then rebuilds its index."""
+    old = CatalogChange.objects.filter(created_at__lt=timezone.now() - timedelta(days=1))
+    return old.count() if dry_run else old.delete()[0]
 
 
 def upsert_charter_item(*, space: Space, work_item_id: str, canonical_title: str, aliases: list[str]) -> tuple[CharterItem, bool]:
@@ -327,7 +348,7 @@ def upsert_charter_item(*, space: Space, work_item_id: str, canonical_title: str
                 "updated_at": timezone.now(),
             },
         )
-        bump_catalog_version(space)
+        bump_catalog_version(space, [work_item_id])
     return item, created
 
 
@@ -335,7 +356,7 @@ def delete_charter_item(*, item: CharterItem) -> None:
     with transaction.atomic():
         space = item.space
         item.delete()
-        bump_catalog_version(space)
+        bump_catalog_version(space, [item.work_item_id])
 
 
 def import_catalog(*, space: Space, rows: list[CatalogRow], batch_size: int = 5000, progress=None) -> int:
@@ -364,7 +385,7 @@ def import_catalog(*, space: Space, rows: list[CatalogRow], batch_size: int = 50
             done += len(batch)
             if progress is not None:
                 progress(done, len(rows))
-        bump_catalog_version(space)
+        bump_catalog_version(space, [row.work_item_id for row in rows])
     return done
 
 

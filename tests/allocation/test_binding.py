@@ -148,3 +148,34 @@ def test_a_built_index_leaves_no_per_row_objects_for_the_garbage_collector():
     gc.collect()
     assert len(index) == 5_000
     assert len(gc.get_objects()) - before < 100
+
+
+edit = st.tuples(st.integers(min_value=1, max_value=30),
+                 st.one_of(st.none(), st.tuples(phrase, st.lists(phrase, max_size=2))))
+
+
+@settings(max_examples=200, deadline=None)
+@given(catalog=st.lists(st.tuples(phrase, st.lists(phrase, max_size=2)), min_size=0, max_size=20),
+       edits=st.lists(st.lists(edit, min_size=1, max_size=4), min_size=1, max_size=4), title=phrase)
+def test_an_edited_index_scores_as_a_fresh_build_of_the_same_catalog(catalog, edits, title):
+    rows = {f"T{i + 1}": (t, a) for i, (t, a) in enumerate(catalog)}
+    index = CatalogIndex([(w, t, a) for w, (t, a) in rows.items()])
+    for batch in edits:
+        changes = {f"T{n}": row for n, row in batch}
+        index = index.with_changes(changes)
+        for wid, row in changes.items():
+            if row is None:
+                rows.pop(wid, None)
+            else:
+                rows[wid] = row
+    fresh = CatalogIndex([(w, t, a) for w, (t, a) in rows.items()])
+    assert len(index) == len(fresh) == len(rows)
+    assert index.scores(tokens(title)) == fresh.scores(tokens(title))
+    assert list(index.ids_in_order()) == fresh.work_item_ids
+
+
+def test_an_edit_leaves_the_index_it_came_from_as_it_was():
+    before = CatalogIndex([("T1", "parse logs", []), ("T2", "render charts", [])])
+    after = before.with_changes({"T1": ("render logs", []), "T3": ("parse charts", [])})
+    assert before.bind("parse logs").work_item_id == "T1" and len(before) == 2
+    assert after.bind("parse logs").work_item_id != "T1" and len(after) == 3 and after.edited == 2

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from allocation.idempotency import expire_operations, purge_operations
 from allocation.services import expire_reservations, purge_conflict_counts
+from spaces.services import purge_catalog_changes
 from spaces.throttles import purge_rate_counters
 from tasks.claims import expire_claims
 
@@ -30,6 +31,7 @@ class Command(BaseCommand):
                 "old operations": purge_operations(dry_run=dry_run),
                 "old rate counters": purge_rate_counters(dry_run=dry_run),
                 "old conflict counts": purge_conflict_counts(dry_run=dry_run),
+                "old catalog changes": purge_catalog_changes(dry_run=dry_run),
             }
             verb = "Would sweep" if dry_run else "Swept"
             self.stdout.write(f"{verb}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")
