@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
@@ -143,6 +144,11 @@ class CatalogIndex:
                 postings.setdefault(token, []).append(index)
         self.postings: dict[str, np.ndarray] = {tok: np.array(ids, dtype=np.int32) for tok, ids in postings.items()}
         self.bag_sizes = np.array([len(bag) for _, _, bag in built], dtype=np.int32)
+        self.built_bytes = (
+            sys.getsizeof(self.work_item_ids) + sum(sys.getsizeof(w) for w in self.work_item_ids)
+            + self.numbers.nbytes + self.bag_sizes.nbytes + sys.getsizeof(self.postings)
+            + sum(sys.getsizeof(token) + sys.getsizeof(array) for token, array in self.postings.items())
+        )  # sys.getsizeof of an array that owns its data counts the data too
         self.masked: np.ndarray | None = None  # rows of this build that an edit replaced or removed
         self.overlay: CatalogIndex | None = None  # the current content of every row edited since the build
         self.overlay_rows: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
@@ -150,6 +156,13 @@ class CatalogIndex:
     def __len__(self) -> int:
         masked = int(self.masked.sum()) if self.masked is not None else 0
         return len(self.work_item_ids) - masked + len(self.overlay_rows)
+
+    @property
+    def nbytes(self) -> int:
+        """About the memory this index holds (its build, what an edit set aside, its overlay)."""
+        masked = self.masked.nbytes if self.masked is not None else 0
+        overlay = self.overlay.nbytes if self.overlay is not None else 0
+        return self.built_bytes + masked + overlay
 
     @property
     def edited(self) -> int:

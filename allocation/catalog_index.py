@@ -1,4 +1,5 @@
-"""Per-process cache of each space's bind index, checked against the database on every use.
+"""Per-process cache of each space's bind index, checked against the database on every use,
+bounded in bytes (``SPACES_CATALOG_CACHE_BYTES``, least recently used evicted first).
 
 The cache is only a speed-up: ``Space.catalog_version`` is bumped in the same
 transaction as every catalog change, so a process whose copy is older than the
@@ -11,10 +12,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from django.conf import settings
+
 from allocation.binding import CatalogIndex
 from spaces.models import CatalogChange, CharterItem, Space
 
-MAX_CACHED_SPACES = 64
 # An index scores at most this many edited rows beside its build (and never more than a
 # tenth of it) before the next catch-up builds afresh.
 MAX_EDITED_ROWS = 2000
@@ -70,9 +72,22 @@ def catalog_index(space: Space, *, version: int | None = None) -> CatalogIndex:
         if cached is None or cached[0] < updated[0]:
             _cache[space.pk] = updated
             _cache.move_to_end(space.pk)
-            while len(_cache) > MAX_CACHED_SPACES:
-                _cache.popitem(last=False)
+            evict(settings.SPACES_CATALOG_CACHE_BYTES)
     return updated[1]
+
+
+def evict(limit: int) -> None:
+    """Drop the least recently used indexes until the rest hold at most ``limit`` bytes (the one
+    just used stays even alone past it: a bind needs it). The caller holds ``_lock``."""
+    total = sum(index.nbytes for _, index in _cache.values())
+    while total > limit and len(_cache) > 1:
+        _, (_, index) = _cache.popitem(last=False)
+        total -= index.nbytes
+
+
+def cached_bytes() -> int:
+    with _lock:
+        return sum(index.nbytes for _, index in _cache.values())
 
 
 def forget_all() -> None:

@@ -167,6 +167,9 @@ SPACES_OPERATION_RETENTION_HOURS = int(os.environ.get("SPACES_OPERATION_RETENTIO
 # address may make in a minute, and the proxies whose X-Forwarded-For names the client.
 SPACES_BAD_KEY_LIMIT_PER_MINUTE = int(os.environ.get("SPACES_BAD_KEY_LIMIT_PER_MINUTE", "60"))
 SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE = int(os.environ.get("SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE", "10"))
+# Each server process keeps the bind indexes of the catalogs it binds against, the least
+# recently used evicted past this many bytes.
+SPACES_CATALOG_CACHE_BYTES = int(os.environ.get("SPACES_CATALOG_CACHE_BYTES", str(256 * 1024 * 1024)))
 SPACES_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("SPACES_TRUSTED_PROXIES", "").split(",") if p.strip()]
 
 LOGGING = {

@@ -2,9 +2,16 @@
 and the actions Supersede…, Withdraw, Reject and Hold slot, all through the services."""
 from __future__ import annotations
 
+import json
+import re
+
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import F, Func
+from django.contrib.postgres.search import SearchQuery
+from django.core.paginator import Paginator
+from django.db import connection
+from django.db.models import F, Func, Q
+from django.utils.functional import cached_property
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html_join
@@ -14,7 +21,18 @@ from common.refusals import DomainError
 from spaces.services import steward_for_admin_user
 from tasks import errors, graph, stewardship
 from tasks.filters import blocked, ready_condition
-from tasks.models import LIVE_STATUSES, Attempt, Check, Claim, Note, Task, TaskEvent, TaskStatus
+from tasks.models import (
+    LIVE_STATUSES,
+    PRIORITIES,
+    SEARCH_CONFIG,
+    Attempt,
+    Check,
+    Claim,
+    Note,
+    Task,
+    TaskEvent,
+    TaskStatus,
+)
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -89,6 +107,38 @@ class ReadinessFilter(admin.SimpleListFilter):
         return queryset
 
 
+class PriorityFilter(admin.SimpleListFilter):
+    """The five priorities (a field filter would read every task for its distinct values)."""
+
+    title = "priority"
+    parameter_name = "priority"
+
+    def lookups(self, request, model_admin):
+        return [(str(p), f"P{p}") for p in PRIORITIES]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(priority=int(self.value())) if self.value() in {str(p) for p in PRIORITIES} else queryset
+
+
+class EstimatedCountPaginator(Paginator):
+    """Counts exactly up to ESTIMATE_FROM rows; past that, PostgreSQL's estimate of the rows
+    the query returns serves (counting a million rows exactly is a scan of them all)."""
+
+    ESTIMATE_FROM = 10_000
+
+    @cached_property
+    def count(self) -> int:
+        exact = self.object_list.order_by()[: self.ESTIMATE_FROM + 1].count()
+        if exact <= self.ESTIMATE_FROM:
+            return exact
+        sql, params = self.object_list.order_by().query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+            plan = cursor.fetchone()[0]
+        plan = json.loads(plan) if isinstance(plan, str) else plan
+        return max(exact, int(plan[0]["Plan"]["Plan Rows"]))
+
+
 class LabelFilter(admin.SimpleListFilter):
     """The labels live tasks carry (finished tasks' labels are not offered, to keep the page quick)."""
 
@@ -123,16 +173,30 @@ class TaskAdmin(admin.ModelAdmin):
     list_display = ["number", "title", "status", "readiness", "priority", "label_list", "work_item_id",
                     "delivery_mode", "space", "cycle", "created_at"]
     list_display_links = ["number", "title"]
-    list_filter = [SupersededFilter, "status", ReadinessFilter, "priority", LabelFilter, "delivery_mode", "space",
-                   "work_item_id"]
-    search_fields = ["title", "conflict_target"]
+    list_filter = [SupersededFilter, "status", ReadinessFilter, PriorityFilter, LabelFilter, "delivery_mode", "space"]
+    # Searched through the full-text index (get_search_results), a slot id, or a task number.
+    search_fields = ["title"]
+    search_help_text = "Words of the title or body (full-text), a slot id such as T3, or a task number."
     ordering = ["space", "number"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False  # "n of N" would count every task of every space
     inlines = [TaskEventInline, ClaimInline, AttemptInline, CheckInline, NoteInline]
     actions = ["supersede", "withdraw", "reject", "hold_slot"]
     readonly_fields = [f.name for f in Task._meta.concrete_fields if not f.generated] + ["waits_on", "blocks"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(is_blocked=blocked())
+
+    def get_search_results(self, request, queryset, search_term: str):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        matches = Q(search=SearchQuery(term, search_type="websearch", config=SEARCH_CONFIG))
+        if re.fullmatch(r"[Tt]\d{1,9}", term):
+            matches |= Q(work_item_id=term.upper())
+        if term.isdigit() and len(term) < 19:
+            matches |= Q(number=int(term))
+        return queryset.filter(matches), False
 
     @admin.display(description="ready")
     def readiness(self, task: Task) -> str:

@@ -48,3 +48,22 @@ def test_next(warm, space, django_assert_num_queries):
     services.create_task(space=space, actor=warm.member, title="Retry policy")
     with django_assert_num_queries(2):  # key, claim
         assert warm.api.post(f"{S}/next").json()["task"] is not None
+
+
+def test_a_list_page_costs_at_most_twice_one_task(warm, writer2, steward, space):
+    """SPEC §11 with #17's bound: a page of 50 busy tasks, in a fixed number of statements."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for n in range(50):
+        services.create_task(space=space, actor=steward.member, title=f"list item {n}", labels=["x"],
+                             blocked_by=[4] if n % 3 else [])
+    for number in (5, 6, 7):
+        writer2.api.post(f"{S}/next", {"number": number})
+    with CaptureQueriesContext(connection) as one:
+        assert warm.api.get(f"{S}/tasks/6").status_code == 200
+    for query in ("limit=50", "limit=50&ready=true&label=x", "q=item&limit=50"):
+        with CaptureQueriesContext(connection) as page:
+            response = warm.api.get(f"{S}/tasks?{query}")
+        assert response.status_code == 200 and len(response.json()["results"]) >= 15, query
+        assert len(page) <= 2 * len(one), (query, len(page), len(one), [q["sql"][:80] for q in page])

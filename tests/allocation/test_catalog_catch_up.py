@@ -70,3 +70,21 @@ def test_many_small_edits_fold_back_into_a_fresh_build(space, builds):
                                      aliases=[])
         assert bind(space, f"task kind {n}") == f"T{100 + n}"
     assert 1 < len(builds) < 10
+
+
+def test_the_cache_is_bounded_in_bytes_least_recently_used_first(space, settings, builds):
+    from tests.factories import SpaceFactory
+
+    other = SpaceFactory(slug="other")
+    services.import_catalog(space=other, rows=[CatalogRow("T1", "Nightly backups", [])])
+    one = cache.catalog_index(space).nbytes
+    cache.catalog_index(other)
+    assert cache.cached_bytes() >= one and len(builds) == 2
+    settings.SPACES_CATALOG_CACHE_BYTES = one + 1  # room for about one of them
+    cache.catalog_index(space)  # the most recently used now; nothing evicted until the next store
+    services.upsert_charter_item(space=other, work_item_id="T2", canonical_title="Rotate keys", aliases=[])
+    cache.catalog_index(other)  # stored again (caught up): the least recently used goes
+    assert cache.cached_bytes() <= one + 1 or len(cache._cache) == 1
+    assert list(cache._cache) == [other.pk]
+    cache.catalog_index(space)  # evicted, so built again
+    assert builds.count(space.pk) == 2
