@@ -108,6 +108,7 @@ class OperationState(models.TextChoices):
     IN_PROGRESS = "in_progress"  # a lease is live: one attempt is running
     UNKNOWN = "unknown"  # nothing settled: retryable (lease expired, or a transient outcome)
     COMPLETED = "completed"  # settled: replays answer the stored response
+    FAILED = "failed"  # settled: work outliving a request ran out of attempts; its body names the reason
 
 
 class Operation(models.Model):
@@ -165,6 +166,8 @@ class ObservationKind(models.TextChoices):
     LEASE = "lease"  # an attempt asks to run: a new lease and fencing token
     IN_PROGRESS = "in_progress"  # a heartbeat from the running attempt
     SUCCESS = "success"  # a terminal outcome with the response to replay
+    FAILURE = "failure"  # a terminal failure (attempts ran out), with its reason
+    RETRY = "retry"  # a steward makes a failed operation retryable again
     TRANSIENT = "transient"  # an outcome a retry may change (409 reserved, 429, 5xx, worker error)
     TIMEOUT = "timeout"
     LEASE_EXPIRED = "lease_expired"

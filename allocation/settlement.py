@@ -11,7 +11,8 @@ between) it reloads and runs every stage again; it never assigns blindly.
 - Stage B, non-terminal rank: ``unknown`` < ``in_progress``, the latter only while a lease
   is live. A heartbeat after the lease expired demotes to ``unknown``; it never resurrects.
 - Stage C, terminal resolver: a matching success dominates ``unknown`` in either order;
-  between two matching terminals the first commit wins and the second is a conflict.
+  between two matching terminals (success, failure) the first commit wins and the second is
+  a conflict. Only a steward's ``retry`` turns ``failed`` back into ``unknown``.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from allocation.models import (
 logger = logging.getLogger("spaces.settlement")
 WARNINGS_PER_RECORD_PER_DAY = 8
 MAX_ROUNDS = 10
-TERMINAL_KINDS = {ObservationKind.SUCCESS}
+TERMINAL_KINDS = {ObservationKind.SUCCESS, ObservationKind.FAILURE}
 ENDING_KINDS = {ObservationKind.TRANSIENT, ObservationKind.TIMEOUT, ObservationKind.LEASE_EXPIRED,
                 ObservationKind.TRANSPORT_ERROR}
 
@@ -166,19 +167,24 @@ def decide(op: Operation, report: Report) -> tuple[str, dict[str, Any]]:
         return ObservationVerdict.QUARANTINED, {}
     if report.kind != ObservationKind.LEASE and report.lease_epoch != op.lease_epoch:
         return ObservationVerdict.QUARANTINED, {}  # a dead attempt's late report
-    completed = op.state == OperationState.COMPLETED
+    settled = op.state in (OperationState.COMPLETED, OperationState.FAILED)
     lease_live = op.state == OperationState.IN_PROGRESS and op.lease_expires_at is not None and op.lease_expires_at > now
     # Stage C: terminals.
     if report.kind in TERMINAL_KINDS:
-        if completed:
+        if settled:
             return ObservationVerdict.CONFLICT, {}  # first commit wins
+        state = OperationState.COMPLETED if report.kind == ObservationKind.SUCCESS else OperationState.FAILED
         return ObservationVerdict.APPLIED, {
-            "state": OperationState.COMPLETED, "response_status": report.status, "response_body": report.body,
+            "state": state, "response_status": report.status, "response_body": report.body,
             "response_headers": report.headers or {}, "secret": report.secret, "completed_at": now,
             "lease_expires_at": None,
         }
-    if completed:
-        return ObservationVerdict.RECORDED, {}  # completed dominates every non-terminal
+    if report.kind == ObservationKind.RETRY:
+        if op.state != OperationState.FAILED:
+            return ObservationVerdict.RECORDED, {}
+        return ObservationVerdict.APPLIED, {"state": OperationState.UNKNOWN, "completed_at": None}
+    if settled:
+        return ObservationVerdict.RECORDED, {}  # a settled outcome dominates every non-terminal
     # Stage B: non-terminal rank.
     if report.kind == ObservationKind.LEASE:
         if lease_live:

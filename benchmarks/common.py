@@ -92,7 +92,8 @@ def free_port() -> int:
 
 
 @contextmanager
-def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path = ROOT) -> Iterator[str]:
+def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path = ROOT,
+             worker_class: str = "sync", threads: int = 1) -> Iterator[str]:
     """A gunicorn serving the checkout at ``root`` (this one unless told) on a free port."""
     import http.client
 
@@ -109,7 +110,8 @@ def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path 
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "settings.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--worker-class", "sync", "--log-level", "warning", "--backlog", "2048"],
+         "--workers", str(workers), "--worker-class", worker_class, "--threads", str(threads),
+         "--log-level", "warning", "--backlog", "2048"],
         cwd=root, env=env,
     )
     try:

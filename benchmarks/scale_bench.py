@@ -11,7 +11,9 @@ a client, gunicorn sync workers), alternating the sizes for each repeat, and the
 large/small (SPEC §11 asks ≥ 0.8): `next` plain and with a label, create, one task, a
 filtered list page (?ready=true&label=…), a full-text search, and one task's history.
 Before those, the admin's task list (plain, searched, filtered) and one client's median for
-the summary (SPEC §14) and the board's data at both sizes; after them, the plan of `next`'s pick at 1,000,000 tasks (EXPLAIN ANALYZE, BUFFERS).
+the summary (SPEC §14) and the board's data at both sizes. After them, the plan of `next`'s
+pick at 1,000,000 tasks (EXPLAIN ANALYZE, BUFFERS), and an export of each space: the
+worker's time and peak memory, and its share read back whole.
 
     .venv/bin/python benchmarks/scale_bench.py [--seconds 2] [--repeats 3] [--clients 4]
 
@@ -175,11 +177,43 @@ def admin_ms(space, query: str, *, rounds: int = 10) -> float:
     return statistics.median(times)
 
 
+def export_figures(base: str, url: str, space, steward_key: str) -> str:
+    """Export the space with the worker (its own process, as in production), then read the
+    share back whole through the server: wall times, the worker's peak memory, tasks shared."""
+    import json
+    import secrets
+    import subprocess
+    import urllib.request
+
+    from tasks.exports import request_export
+
+    export = request_export(space=space, actor=space.members.get(role="steward"), api_key=None)
+    env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="settings.benchmark", DJANGO_DEBUG="0",
+               DJANGO_SECRET_KEY=secrets.token_urlsafe(50), DJANGO_SECURE_SSL_REDIRECT="0")
+    started = time.monotonic()
+    worker = subprocess.Popen([sys.executable, "manage.py", "run_worker", "--once"], cwd=Path(__file__).parent.parent,
+                              env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(worker.pid, 0)
+    worker.returncode = os.waitstatus_to_exitcode(status)
+    wrote = time.monotonic() - started
+    request = urllib.request.Request(f"{base}/v1/spaces/{space.slug}/exports/{export.pk}/share", data=b"{}",
+                                     headers={"Authorization": f"Bearer {steward_key}",
+                                              "Content-Type": "application/json"})
+    token = json.loads(urllib.request.urlopen(request).read())["token"]
+    started = time.monotonic()
+    document = json.loads(urllib.request.urlopen(f"{base}/v1/shares/{token}").read())
+    read = time.monotonic() - started
+    return (f"worker exit {worker.returncode}, {wrote:5.1f} s, peak memory {usage.ru_maxrss / 1024:5.0f} MB; "
+            f"share read whole in {read:5.1f} s: {len(document['tasks']):,} tasks, "
+            f"{len(document['history']):,} events")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--skip-export", action="store_true", help="leave out the exports")
     args = parser.parse_args()
     ensure_wrk()
     url = bench_database_url()
@@ -187,9 +221,11 @@ def main() -> None:
     setup_django(url)
     from spaces import services
 
-    spaces, keys = {}, {}
+    spaces, keys, stewards = {}, {}, {}
     for name, total in SIZES.items():
         space = services.create_space(slug=name, name=name)
+        stewards[name] = services.issue_key(member=services.add_member(space=space, role="steward",
+                                                                        name="steward"))[1]
         members = [services.add_member(space=space, role="writer", name=f"agent-{i}") for i in range(args.clients)]
         keys[name] = [services.issue_key(member=m)[1] for m in members]
         started = time.monotonic()
@@ -245,7 +281,12 @@ def main() -> None:
         small, large = median_of(by_size["small"]), median_of(by_size["large"])
         print(f"{route:22} {fmt(small):>44} {fmt(large):>44}  {large.rps / small.rps:5.2f}")
     reopen(spaces["large"].pk)
-    print("\n== plan of next's pick in the 1,000,000-task space\n" + next_plan(spaces["large"].pk))
+    print("\n== plan of next's pick in the 1,000,000-task space\n" + next_plan(spaces["large"].pk), flush=True)
+    if not args.skip_export:
+        print("\n== an export of each space (run_worker --once), then its share read whole (goal: < 300 MB)")
+        with gunicorn(url, workers=WORKERS) as base:
+            for name, total in SIZES.items():
+                print(f"   {total:>9,} tasks: {export_figures(base, url, spaces[name], stewards[name])}", flush=True)
 
 
 if __name__ == "__main__":

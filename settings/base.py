@@ -162,6 +162,9 @@ DJANGO_MCP_GET_SERVER_INSTRUCTIONS_TOOL = False
 
 # Spaces' own knobs.
 SPACES_OPERATION_LEASE_SECONDS = int(os.environ.get("SPACES_OPERATION_LEASE_SECONDS", "30"))
+# Exports (SPEC §7.3): attempts before an export is failed, and rows written per stored chunk.
+SPACES_EXPORT_MAX_ATTEMPTS = int(os.environ.get("SPACES_EXPORT_MAX_ATTEMPTS", "5"))
+SPACES_EXPORT_BATCH_ROWS = int(os.environ.get("SPACES_EXPORT_BATCH_ROWS", "5000"))
 SPACES_OPERATION_RETENTION_HOURS = int(os.environ.get("SPACES_OPERATION_RETENTION_HOURS", "24"))
 # SPEC §3 Abuse (spaces.throttles): failed authentications and failed admin logins a client
 # address may make in a minute, and the proxies whose X-Forwarded-For names the client.

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.db.models import Prefetch
+from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -412,8 +413,20 @@ class SharedExportView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
-    def get(self, request: Request, token: str) -> Response:
-        return Response(exports.shared_export(token=token))
+    def get(self, request: Request, token: str) -> StreamingHttpResponse:
+        # Streamed from the stored chunks: a million-task export is never held whole in memory.
+        return StreamingHttpResponse(exports.shared_export(token=token), content_type="application/json")
+
+
+class ExportRetryView(SpaceView):
+    """``POST …/exports/{id}/retry`` (SPEC §7.3): a failed export is retryable again."""
+
+    required_roles = {"POST": Role.STEWARD}
+
+    @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
+    def post(self, request: Request, slug: str, export_id: str) -> Response:
+        export = exports.retry_export(export=get_export(self.space, export_id))
+        return Response(exports.export_state(export), status=status.HTTP_202_ACCEPTED)
 
 
 # --- Holds (SPEC §5.2): allocation keeps the hold, tasks the history it writes. ---

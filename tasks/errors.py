@@ -130,6 +130,13 @@ class NotTaskCreator(DomainError):
     meaning = "Only a steward or the task's creator may withdraw it or change its priority and labels."
 
 
+class ExportNotFailed(DomainError):
+    code = "export_not_failed"
+    http_status = 409
+    title = "Export not failed"
+    meaning = "Only a failed export is retried by hand; one still unknown or in progress is retried by the worker."
+
+
 class ExportNotCompleted(DomainError):
     code = "export_not_completed"
     http_status = 409

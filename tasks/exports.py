@@ -1,19 +1,29 @@
 """Export, then share (SPEC §7.3).
 
 An export is an operation like any idempotent request: a worker takes a lease (a new
-fencing token) through settlement, writes the space as JSON under that epoch, and
-reports success with the tuple the server committed for its lease. A worker killed
-mid-export loses its lease when it expires; the next worker runs under a new epoch, and
-the dead one's late report is quarantined, so it can never open a share.
+fencing token) through settlement, writes the space as JSON under that epoch, in chunks
+of rows (``ExportChunk``) read by keyset, so its memory holds one batch whatever the
+space's size, extending its lease as it goes; then it reports success with the tuple the
+server committed for its lease. A share streams the chunks back as one JSON document. A
+worker killed mid-export loses its lease when it expires; the next worker runs under a
+new epoch, and the dead one's late report is quarantined, so it can never open a share.
+An attempt that fails reports why; after SPACES_EXPORT_MAX_ATTEMPTS the export is
+``failed`` until a steward retries it.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import secrets
+import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Iterator
 
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -22,6 +32,7 @@ from allocation.models import (
     ObservationKind,
     ObservationVerdict,
     Operation,
+    OperationObservation,
     OperationState,
 )
 from allocation.settlement import Report, observe
@@ -34,6 +45,7 @@ from tasks.models import (
     Check,
     Claim,
     Export,
+    ExportChunk,
     ExportResult,
     Note,
     Task,
@@ -56,27 +68,105 @@ def request_export(*, space: Space, actor: Member, api_key: ApiKey | None) -> Ex
                                      reserved_fingerprint=fingerprint, reserved_generation=generation)
 
 
-def export_data(space: Space) -> dict:
-    def rows(queryset, *fields):
-        return [dict(zip(fields, values)) for values in queryset.values_list(*fields)]
+@dataclass(frozen=True)
+class Section:
+    """One list of the exported document: its rows in ``key`` order, as ``fields``."""
 
-    tasks = Task.objects.filter(space=space).order_by("number")
-    return {
-        "space": space.slug,
-        "exported_at": timezone.now().isoformat(),
-        "tasks": rows(tasks, "number", "title", "body", "status", "delivery_mode", "work_item_id", "conflict_target",
-                      "cycle", "creator_id", "superseded_by__number", "created_at"),
-        "claims": rows(Claim.objects.filter(space=space).order_by("pk"), "id", "task__number", "member_id", "cycle",
-                       "origin", "created_at", "expires_at", "ended_at", "end_reason"),
-        "attempts": rows(Attempt.objects.filter(space=space).order_by("pk"), "task__number", "number", "cycle",
-                         "member_id", "post_id", "state", "created_at", "decided_at"),
-        "checks": rows(Check.objects.filter(space=space).order_by("pk"), "task__number", "attempt__number",
-                       "member_id", "cycle", "verdict", "reason", "created_at"),
-        "notes": rows(Note.objects.filter(space=space).order_by("pk"), "id", "task__number", "author_id",
-                      "criterion", "body", "created_at"),
-        "history": rows(TaskEvent.objects.filter(space=space).order_by("pk"), "task__number", "kind", "actor_id",
-                        "details", "created_at"),
-    }
+    name: str
+    model: type
+    key: str
+    fields: tuple[str, ...]
+
+
+SECTIONS = (
+    Section("tasks", Task, "number", ("number", "title", "body", "status", "delivery_mode", "work_item_id",
+                                      "conflict_target", "cycle", "creator_id", "superseded_by__number",
+                                      "priority", "labels", "created_at")),
+    Section("claims", Claim, "id", ("id", "task__number", "member_id", "cycle", "origin", "created_at", "expires_at",
+                                    "ended_at", "end_reason")),
+    Section("attempts", Attempt, "id", ("task__number", "number", "cycle", "member_id", "post_id", "state",
+                                        "created_at", "decided_at")),
+    Section("checks", Check, "id", ("task__number", "attempt__number", "member_id", "cycle", "verdict", "reason",
+                                    "created_at")),
+    Section("notes", Note, "id", ("id", "task__number", "author_id", "criterion", "body", "created_at")),
+    Section("history", TaskEvent, "id", ("task__number", "kind", "actor_id", "details", "created_at")),
+)
+
+
+def batches(space: Space, section: Section, size: int) -> Iterator[list[dict]]:
+    """A section's rows, ``size`` at a time, by keyset (no server-side cursor: a transaction-mode
+    pooler allows none), so memory holds one batch whatever the space's size."""
+    last = None
+    rows = section.model.objects.filter(space=space).order_by(section.key)
+    while True:
+        page = rows.filter(**{f"{section.key}__gt": last}) if last is not None else rows
+        values = list(page.values_list(section.key, *section.fields)[:size])
+        if not values:
+            return
+        last = values[-1][0]
+        yield [dict(zip(section.fields, row[1:])) for row in values]
+
+
+CHUNKS_A_READ = 20  # a share reads this many chunks (of SPACES_EXPORT_BATCH_ROWS rows) at a time
+
+
+class LeaseLost(Exception):
+    """Another attempt took the export over: this one stops writing."""
+
+
+def write_chunks(export: Export, operation: Operation) -> dict[str, int]:
+    """Write every section in chunks under the attempt's epoch, extending its lease as it goes;
+    the counts of rows written."""
+    size = settings.SPACES_EXPORT_BATCH_ROWS
+    counts: dict[str, int] = {}
+    seq = 0
+    beat = time.monotonic()
+    ExportChunk.objects.filter(export=export, lease_epoch=operation.lease_epoch).delete()  # a rerun of this epoch
+    for section in SECTIONS:
+        counts[section.name] = 0
+        for batch in batches(export.space, section, size):
+            ExportChunk.objects.create(
+                space_id=export.space_id, export=export, lease_epoch=operation.lease_epoch, seq=seq,
+                section=section.name, rows=len(batch),
+                data=",".join(json.dumps(row, cls=DjangoJSONEncoder, ensure_ascii=False) for row in batch))
+            seq += 1
+            counts[section.name] += len(batch)
+            if time.monotonic() - beat > heartbeat_seconds():
+                heartbeat(operation)
+                beat = time.monotonic()
+    return counts
+
+
+def heartbeat_seconds() -> float:
+    return max(1.0, settings.SPACES_OPERATION_LEASE_SECONDS / 3)
+
+
+def heartbeat(operation: Operation) -> None:
+    """Extend the attempt's lease (settlement refuses once it expired or was taken over)."""
+    settled = observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.IN_PROGRESS))
+    if settled.verdict != ObservationVerdict.APPLIED or settled.operation.state != OperationState.IN_PROGRESS:
+        raise LeaseLost(f"attempt {operation.lease_epoch} lost its lease")
+
+
+def stream_document(export: Export, epoch: int) -> Iterator[bytes]:
+    """The shared JSON document, read back chunk by chunk: ``{"space", "exported_at", "tasks": [
+    …], "claims": […], …}``, in bounded memory."""
+    header = ExportResult.objects.get(export=export, lease_epoch=epoch).data
+    yield json.dumps({"space": header["space"], "exported_at": header["exported_at"]})[:-1].encode()
+    chunks = ExportChunk.objects.filter(export=export, lease_epoch=epoch)
+    for section in SECTIONS:
+        yield f', "{section.name}": ['.encode()
+        last, first = -1, True
+        while True:
+            page = list(chunks.filter(section=section.name, seq__gt=last).order_by("seq")
+                        .values_list("seq", "data")[:CHUNKS_A_READ])
+            for seq, data in page:
+                yield (data if first else "," + data).encode()
+                first, last = False, seq
+            if len(page) < CHUNKS_A_READ:
+                break
+        yield b"]"
+    yield b"}"
 
 
 def runnable_exports():
@@ -87,62 +177,132 @@ def runnable_exports():
     )
 
 
+def attempts_used(export: Export, operation: Operation) -> int:
+    return operation.lease_epoch - export.attempts_before_retry
+
+
 def lease_next_export(*, skip: set[int] = frozenset()) -> tuple[Export, Operation] | None:
-    """Take a lease on the oldest runnable export; SKIP LOCKED keeps workers off each other's rows."""
-    with transaction.atomic():
-        export = (
-            runnable_exports().exclude(pk__in=skip)
-            .select_for_update(skip_locked=True, of=("self",)).select_related("operation", "space")
-            .order_by("pk").first()
-        )
-        if export is None:
-            return None
-        operation = export.operation
-        if operation.state == OperationState.IN_PROGRESS:  # its lease ran out: say so first
-            observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.LEASE_EXPIRED))
-            operation = Operation.objects.get(pk=operation.pk)
-        settled = observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.LEASE))
-        if settled.verdict != ObservationVerdict.APPLIED:
-            return None
-        return export, settled.operation
+    """Take a lease on the oldest runnable export; SKIP LOCKED keeps workers off each other's rows.
+    An export whose attempts ran out (the last one's lease expired: its worker is gone) is failed
+    instead, and the next one is looked at."""
+    while True:
+        with transaction.atomic():
+            export = (
+                runnable_exports().exclude(pk__in=skip)
+                .select_for_update(skip_locked=True, of=("self",)).select_related("operation", "space")
+                .order_by("pk").first()
+            )
+            if export is None:
+                return None
+            operation = export.operation
+            if operation.state == OperationState.IN_PROGRESS:  # its lease ran out: say so first
+                if attempts_used(export, operation) >= settings.SPACES_EXPORT_MAX_ATTEMPTS:
+                    fail(export, operation, f"attempt {attempts_used(export, operation)} of "
+                         f"{settings.SPACES_EXPORT_MAX_ATTEMPTS} ended without a report (its lease expired)")
+                    skip = {*skip, export.pk}
+                    continue
+                observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.LEASE_EXPIRED))
+                operation = Operation.objects.get(pk=operation.pk)
+            settled = observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.LEASE))
+            if settled.verdict != ObservationVerdict.APPLIED:
+                return None
+            return export, settled.operation
 
 
-def write_export(export: Export, operation: Operation) -> str:
-    """Run one leased attempt: write the data under its epoch, then report with its fencing token."""
+def fail(export: Export, operation: Operation, reason: str) -> str:
+    """Settle the export failed (terminal until a steward retries it), naming the reason."""
+    body = {"export": export.pk, "reason": reason, "attempts": attempts_used(export, operation)}
+    return observe(operation=operation, report=Report.for_attempt(
+        operation, ObservationKind.FAILURE, status=500, body=body)).verdict
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt came to: ``completed``, ``retryable`` or ``failed``, and why not completed."""
+
+    export: int
+    attempt: int
+    state: str
+    reason: str = ""
+
+
+def write_export(export: Export, operation: Operation) -> Outcome:
+    """Run one leased attempt: write the data under its epoch in chunks, then report with its
+    fencing token. A failure is reported with its reason: retryable while attempts remain
+    (SPACES_EXPORT_MAX_ATTEMPTS), then failed."""
+    attempt = attempts_used(export, operation)
     try:
-        data = export_data(export.space)
+        counts = write_chunks(export, operation)
+        header = {"space": export.space.slug, "exported_at": timezone.now().isoformat(), "counts": counts}
         ExportResult.objects.update_or_create(
-            space_id=export.space_id, export=export, lease_epoch=operation.lease_epoch, defaults={"data": data}
-        )
-        body = {"export": export.pk, "result_epoch": operation.lease_epoch,
-                "counts": {name: len(data[name]) for name in ["tasks", "claims", "attempts", "checks", "notes",
-                                                                "history"]}}
-        report = Report.for_attempt(operation, ObservationKind.SUCCESS, status=200, body=body)
-    except Exception:
+            space_id=export.space_id, export=export, lease_epoch=operation.lease_epoch, defaults={"data": header})
+        body = {"export": export.pk, "result_epoch": operation.lease_epoch, "counts": counts}
+        verdict = observe(operation=operation, report=Report.for_attempt(
+            operation, ObservationKind.SUCCESS, status=200, body=body)).verdict
+        if verdict == ObservationVerdict.APPLIED:
+            return Outcome(export.pk, attempt, OperationState.COMPLETED)
+        return Outcome(export.pk, attempt, OperationState.UNKNOWN, f"its report was {verdict} (another attempt "
+                                                                     "took the export over)")
+    except Exception as error:  # the attempt failed: say why, and settle it as such
         logger.exception("export %s attempt %s failed", export.pk, operation.lease_epoch)
-        report = Report.for_attempt(operation, ObservationKind.TRANSIENT)
-    return observe(operation=operation, report=report).verdict
+        reason = f"{type(error).__name__}: {error}"[:500]
+        if isinstance(error, LeaseLost):
+            return Outcome(export.pk, attempt, OperationState.UNKNOWN, reason)
+        if attempt >= settings.SPACES_EXPORT_MAX_ATTEMPTS:
+            fail(export, operation, reason)
+            return Outcome(export.pk, attempt, OperationState.FAILED, reason)
+        body = {"export": export.pk, "reason": reason, "attempts": attempt}
+        observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.TRANSIENT, status=500,
+                                                               body=body))
+        return Outcome(export.pk, attempt, OperationState.UNKNOWN, reason)
 
 
-def drain_exports() -> int:
-    """Run every waiting export once; one that fails stays retryable for the next drain."""
+def drain_exports() -> list[Outcome]:
+    """Run every waiting export once; one that fails stays retryable for the next drain (until
+    its attempts run out)."""
     tried: set[int] = set()
+    outcomes = []
     while True:
         leased = lease_next_export(skip=tried)
         if leased is None:
-            return len(tried)
+            return outcomes
         tried.add(leased[0].pk)
-        write_export(*leased)
+        outcomes.append(write_export(*leased))
+
+
+def last_error(operation: Operation) -> dict | None:
+    """The reason the latest failed attempt gave (a failed export's is its final one)."""
+    if operation.state == OperationState.FAILED:
+        return operation.response_body
+    report = (OperationObservation.objects.filter(operation=operation, kind=ObservationKind.TRANSIENT)
+              .exclude(response_body=None).order_by("-pk").values_list("response_body", flat=True).first())
+    return report
 
 
 def export_state(export: Export) -> dict:
     operation = Operation.objects.get(pk=export.operation_id)
-    body = {"id": export.pk, "state": operation.state, "attempts": operation.lease_epoch,
+    body = {"id": export.pk, "state": operation.state, "attempts": attempts_used(export, operation),
+            "max_attempts": settings.SPACES_EXPORT_MAX_ATTEMPTS,
             "created_at": export.created_at, "shared": shared_now(export),
-            "share_expires_at": export.share_expires_at if shared_now(export) else None}
+            "share_expires_at": export.share_expires_at if shared_now(export) else None,
+            "last_error": last_error(operation)}
     if operation.state == OperationState.COMPLETED:
         body["result"] = operation.response_body
     return body
+
+
+def retry_export(*, export: Export) -> Export:
+    """``POST …/exports/{id}/retry``: a failed export is retryable again, with its attempts anew."""
+    with transaction.atomic():
+        export = Export.objects.select_for_update().get(pk=export.pk)
+        operation = Operation.objects.get(pk=export.operation_id)
+        if operation.state != OperationState.FAILED:
+            raise errors.ExportNotFailed(f"Export {export.pk} is {operation.state}: only a failed export is retried "
+                                         "by hand.", state=operation.state)
+        observe(operation=operation, report=Report.for_attempt(operation, ObservationKind.RETRY))
+        export.attempts_before_retry = operation.lease_epoch
+        export.save(update_fields=["attempts_before_retry"])
+    return export
 
 
 DEFAULT_SHARE_HOURS = 7 * 24
@@ -182,10 +342,10 @@ def unshare_export(*, export: Export) -> bool:
         share_token_hash=None, share_expires_at=None) == 1
 
 
-def shared_export(*, token: str) -> dict:
+def shared_export(*, token: str) -> Iterator[bytes]:
+    """The shared document, streamed (``stream_document``); 404 unless the token opens a share now."""
     export = (Export.objects.select_related("operation").filter(share_token_hash=hash_secret(token)).first()
               if token else None)
     if export is None or not shared_now(export):
         raise NotFound("No export is shared under this token (it may have expired or been revoked).")
-    epoch = export.operation.response_body["result_epoch"]
-    return ExportResult.objects.get(export=export, lease_epoch=epoch).data
+    return stream_document(export, export.operation.response_body["result_epoch"])

@@ -344,6 +344,8 @@ class Export(models.Model):
     # served by a small global table of hashes, as API key prefixes would.
     share_token_hash = models.CharField(max_length=64, null=True, blank=True)
     share_expires_at = models.DateTimeField(null=True, blank=True)
+    # Attempts (lease epochs) spent before a steward's last retry: they count no more.
+    attempts_before_retry = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -354,7 +356,9 @@ class Export(models.Model):
 
 
 class ExportResult(models.Model):
-    """What one attempt (lease epoch) of an export wrote; settlement names the one that counts."""
+    """What one attempt (lease epoch) of an export wrote, once it had written it all: the
+    header (space, time, counts); the rows are its ``ExportChunk``s. Settlement names the
+    attempt that counts."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
     export = models.ForeignKey(Export, on_delete=models.CASCADE, related_name="results")
@@ -366,3 +370,24 @@ class ExportResult(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["space", "export", "lease_epoch"], name="export_result_one_per_epoch"),
         ]
+
+
+class ExportChunk(models.Model):
+    """A batch of one section's rows (``tasks``, ``claims``, …) written by one attempt, as the
+    JSON array members they are in the shared document: a worker writes an export in bounded
+    memory, and a share streams it back the same way. Rows in PostgreSQL rather than files, so
+    any server process, on any machine, can stream any export."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    export = models.ForeignKey(Export, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    lease_epoch = models.PositiveIntegerField()
+    seq = models.PositiveIntegerField()
+    section = models.CharField(max_length=16)
+    rows = models.PositiveIntegerField()
+    data = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "export", "lease_epoch", "seq"], name="exportchunk_one_per_seq"),
+        ]
+        indexes = [models.Index(fields=["export", "lease_epoch", "seq"], name="exportchunk_by_export")]

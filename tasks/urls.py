@@ -28,6 +28,7 @@ urlpatterns = [
     path("spaces/<slug:slug>/exports", api.ExportListView.as_view(), name="exports"),
     path("spaces/<slug:slug>/exports/<str:export_id>", api.ExportDetailView.as_view(), name="export"),
     path("spaces/<slug:slug>/exports/<str:export_id>/share", api.ExportShareView.as_view(), name="export-share"),
+    path("spaces/<slug:slug>/exports/<str:export_id>/retry", api.ExportRetryView.as_view(), name="export-retry"),
     path("shares/<str:token>", api.SharedExportView.as_view(), name="share"),
     path("notifications", api.NotificationListView.as_view(), name="notifications"),
     path("notifications/read", api.NotificationReadView.as_view(), name="notifications-read"),

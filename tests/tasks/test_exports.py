@@ -1,6 +1,7 @@
 """SPEC §7.3: export, then share; and the operator commands that keep operations tidy."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -8,6 +9,7 @@ import sys
 import threading
 import time
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
@@ -16,13 +18,20 @@ from django.utils import timezone
 from allocation.models import ObservationKind, Operation, OperationObservation
 from allocation.settlement import Report, observe
 from tasks.exports import drain_exports
-from tasks.models import Claim, Export, ExportResult, Notification, Task, TaskEvent
+from tasks.models import Claim, Export, ExportChunk, ExportResult, Notification, Task, TaskEvent
 from tasks.services import create_task
 from tests.conftest import ApiClient, load_agent_lab
 from tests.factories import member_with_key
 from tests.live_server import ROOT, server_env
 
 S = "/v1/spaces/agent-lab"
+
+
+def shared(client: ApiClient, token: str) -> dict:
+    """A share's streamed document, read whole and parsed."""
+    response = client.get(f"/v1/shares/{token}")
+    assert response.status_code == 200 and response.streaming, response
+    return json.loads(b"".join(response.streaming_content))
 
 
 def test_export_then_share(steward, writer, anonymous, space):
@@ -32,12 +41,12 @@ def test_export_then_share(steward, writer, anonymous, space):
     export_id = started.json()["id"]
     early = steward.api.post(f"{S}/exports/{export_id}/share")
     assert early.status_code == 409 and early.json()["error"] == "export_not_completed"
-    assert drain_exports() == 1
+    assert [o.state for o in drain_exports()] == ["completed"]
     state = steward.api.get(f"{S}/exports/{export_id}").json()
     assert state["state"] == "completed" and state["result"]["counts"]["tasks"] == 1
-    shared = steward.api.post(f"{S}/exports/{export_id}/share")
-    assert shared.status_code == 201
-    data = anonymous.get(f"/v1/shares/{shared.json()['token']}").json()
+    shared_answer = steward.api.post(f"{S}/exports/{export_id}/share")
+    assert shared_answer.status_code == 201
+    data = shared(anonymous, shared_answer.json()['token'])
     assert data["space"] == "agent-lab" and [t["title"] for t in data["tasks"]] == ["Retry policy"]
     assert {"claims", "attempts", "checks", "notes", "history"} <= data.keys()
     assert anonymous.get("/v1/shares/nope").status_code == 404
@@ -74,15 +83,16 @@ import django
 django.setup()
 from tasks import exports
 
-real = exports.export_data
+real = exports.batches
 
-def slow_export_data(space):
-    data = real(space)
-    print("writing", flush=True)
-    time.sleep(600)  # killed here, mid-export
-    return data
+def batches_then_hang(space, section, size):
+    for number, batch in enumerate(real(space, section, size)):
+        yield batch
+        if section.name == "history" and number == 1:
+            print("writing", flush=True)
+            time.sleep(600)  # killed here, mid-export, some chunks written
 
-exports.export_data = slow_export_data
+exports.batches = batches_then_hang
 from django.core.management import call_command
 call_command("run_worker", "--once")
 """
@@ -92,11 +102,13 @@ call_command("run_worker", "--once")
 def test_a_worker_killed_mid_export_is_retried_and_its_late_report_quarantined():
     space = load_agent_lab()
     steward, key = member_with_key(space, "steward")
-    create_task(space=space, actor=steward, title="Retry policy")
+    for n in range(7):
+        create_task(space=space, actor=steward, title=f"export row {n}")
     export_id = ApiClient(key).post(f"{S}/exports").json()["id"]
+    small_batches = {"SPACES_EXPORT_BATCH_ROWS": "2"}  # 7 tasks, 7 events: four chunks each
 
     worker = subprocess.Popen([sys.executable, "-c", WORKER_THAT_HANGS], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                              env=server_env(SPACES_OPERATION_LEASE_SECONDS="1"))
+                              env=server_env(SPACES_OPERATION_LEASE_SECONDS="1", **small_batches))
     try:
         assert worker.stdout.readline().startswith("writing")
     finally:
@@ -104,19 +116,73 @@ def test_a_worker_killed_mid_export_is_retried_and_its_late_report_quarantined()
         worker.wait()
     dead = Operation.objects.get(export__pk=export_id)
     assert dead.state == "in_progress" and dead.lease_epoch == 1
+    assert ExportChunk.objects.filter(export_id=export_id, lease_epoch=1).count() >= 5  # it was mid-way
     time.sleep(1.2)  # the dead worker's lease runs out
-    retry = subprocess.run([sys.executable, "manage.py", "run_worker", "--once"], cwd=ROOT, env=server_env(),
-                           capture_output=True, text=True, timeout=60)
-    assert retry.returncode == 0 and "Processed 1 export" in retry.stdout
+    retry = subprocess.run([sys.executable, "manage.py", "run_worker", "--once"], cwd=ROOT,
+                           env=server_env(**small_batches), capture_output=True, text=True, timeout=60)
+    assert retry.returncode == 0 and "Processed 1 export" in retry.stdout, retry.stderr
     done = Operation.objects.get(pk=dead.pk)
     assert done.state == "completed" and done.lease_epoch == 2 and done.response_body["result_epoch"] == 2
+    assert done.response_body["counts"]["tasks"] == 7
+    assert ExportChunk.objects.filter(export_id=export_id, lease_epoch=2, section="tasks").count() == 4
     late = observe(operation=dead, report=Report.for_attempt(dead, ObservationKind.SUCCESS, status=200,
                                                              body={"export": export_id, "result_epoch": 1}))
     assert late.verdict == "quarantined"
     assert Operation.objects.get(pk=dead.pk).response_body["result_epoch"] == 2
     token = ApiClient(key).post(f"{S}/exports/{export_id}/share").json()["token"]
-    assert ApiClient().get(f"/v1/shares/{token}").json()["tasks"][0]["title"] == "Retry policy"
-    assert ExportResult.objects.filter(export_id=export_id).count() == 1  # the dead attempt wrote nothing
+    document = shared(ApiClient(), token)
+    assert [t["title"] for t in document["tasks"]] == [f"export row {n}" for n in range(7)]
+    assert len(document["history"]) == 7 and document["claims"] == []
+    assert ExportResult.objects.filter(export_id=export_id).count() == 1  # the dead attempt finished nothing
+
+
+def test_a_failing_export_says_why_stays_retryable_then_fails_and_a_steward_retries_it(steward, space, settings,
+                                                                                        monkeypatch):
+    from django.core.management.base import CommandError
+
+    from tasks import exports
+
+    settings.SPACES_EXPORT_MAX_ATTEMPTS = 2
+    create_task(space=space, actor=steward.member, title="Retry policy")
+    export_id = steward.api.post(f"{S}/exports").json()["id"]
+
+    def broken(space, section, size):
+        raise RuntimeError("disk full")
+        yield  # a generator, as the real one
+
+    monkeypatch.setattr(exports, "batches", broken)
+    err = StringIO()
+    with pytest.raises(CommandError, match="1 export attempt"):
+        call_command("run_worker", "--once", stdout=StringIO(), stderr=err)
+    assert "attempt 1 failed (RuntimeError: disk full); it will be retried" in err.getvalue()
+    state = steward.api.get(f"{S}/exports/{export_id}").json()
+    assert state["state"] == "unknown" and state["attempts"] == 1
+    assert state["last_error"]["reason"] == "RuntimeError: disk full"
+    assert steward.api.post(f"{S}/exports/{export_id}/retry").json()["error"] == "export_not_failed"
+    with pytest.raises(CommandError):
+        call_command("run_worker", "--once", stdout=StringIO(), stderr=err)
+    assert "attempt 2 failed (RuntimeError: disk full); failed: a steward may retry it" in err.getvalue()
+    state = steward.api.get(f"{S}/exports/{export_id}").json()
+    assert state["state"] == "failed" and state["last_error"]["reason"] == "RuntimeError: disk full"
+    assert drain_exports() == []  # failed is terminal: no worker takes it
+    monkeypatch.undo()
+    retried = steward.api.post(f"{S}/exports/{export_id}/retry")
+    assert retried.status_code == 202 and retried.json()["state"] == "unknown" and retried.json()["attempts"] == 0
+    assert [o.state for o in drain_exports()] == ["completed"]
+    assert steward.api.post(f"{S}/exports/{export_id}/share").status_code == 201
+
+
+def test_an_export_whose_workers_keep_dying_fails_when_its_attempts_run_out(steward, space, settings):
+    from tasks.exports import lease_next_export
+
+    settings.SPACES_EXPORT_MAX_ATTEMPTS = 2
+    export_id = steward.api.post(f"{S}/exports").json()["id"]
+    for _ in range(2):  # two workers take a lease and die
+        lease_next_export()
+        Operation.objects.filter(export__pk=export_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert lease_next_export() is None
+    state = steward.api.get(f"{S}/exports/{export_id}").json()
+    assert state["state"] == "failed" and "lease expired" in state["last_error"]["reason"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -169,7 +235,7 @@ def test_sweep_dry_run_changes_nothing(writer, space, tasks_for_sweep=None):
 
     claim_task(space=space, member=writer.member, number=1)
     Claim.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    from io import StringIO
+
 
     out = StringIO()
     call_command("sweep", "--dry-run", stdout=out)
@@ -182,7 +248,7 @@ def test_sweep_dry_run_changes_nothing(writer, space, tasks_for_sweep=None):
 
 def test_a_share_keeps_only_a_hash_expires_and_can_be_revoked(steward, anonymous, space):
     export_id = steward.api.post(f"{S}/exports").json()["id"]
-    assert drain_exports() == 1
+    assert [o.state for o in drain_exports()] == ["completed"]
     shared = steward.api.post(f"{S}/exports/{export_id}/share", {"expires_in_hours": 1})
     assert shared.status_code == 201
     token = shared.json()["token"]

@@ -1,6 +1,6 @@
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from tasks.exports import drain_exports
 
@@ -8,7 +8,8 @@ from tasks.exports import drain_exports
 class Command(BaseCommand):
     help = (
         "Process exports: take a lease on each waiting export (SKIP LOCKED, so several workers share the queue), "
-        "write the space as JSON and settle it. --once drains the queue and exits; otherwise it polls."
+        "write the space as JSON in chunks and settle it. --once drains the queue and exits, non-zero when an "
+        "attempt failed; otherwise it polls, printing each failure with its reason."
     )
 
     def add_arguments(self, parser):
@@ -17,10 +18,19 @@ class Command(BaseCommand):
 
     def handle(self, *args, once: bool, poll: float, **options):
         while True:
-            done = drain_exports()
-            if done or once:
-                self.stdout.write(f"Processed {done} export(s).")
+            outcomes = drain_exports()
+            for outcome in outcomes:
+                if outcome.state == "completed":
+                    self.stdout.write(f"Export {outcome.export}: attempt {outcome.attempt} completed.")
+                else:
+                    then = "failed: a steward may retry it" if outcome.state == "failed" else "it will be retried"
+                    self.stderr.write(f"Export {outcome.export}: attempt {outcome.attempt} failed ({outcome.reason}); "
+                                      f"{then}.")
             if once:
+                failed = [o for o in outcomes if o.state != "completed"]
+                self.stdout.write(f"Processed {len(outcomes)} export(s).")
+                if failed:
+                    raise CommandError(f"{len(failed)} export attempt(s) failed.")
                 return
-            if not done:
+            if not outcomes:
                 time.sleep(poll)
