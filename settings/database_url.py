@@ -9,7 +9,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 # Server-side binding lets psycopg prepare a statement after its fifth run on a
 # connection, so the hot statements (key lookup, reserve, mutate, claim) skip parsing and
 # planning. Behind a transaction-mode pooler (PgBouncer without prepared-statement
-# support) turn it off in the URL: ?prepare_threshold=none&server_side_binding=false.
+# support) turn it off in the URL, with server-side cursors:
+# ?prepare_threshold=none&server_side_binding=false&disable_server_side_cursors=true
 POSTGRES_DEFAULTS: dict[str, object] = {"server_side_binding": True, "prepare_threshold": 5}
 
 
@@ -36,6 +37,9 @@ def parse_database_url(url: str, *, conn_max_age: int) -> dict:
         raise ValueError(f"DATABASE_URL: unsupported scheme {parts.scheme!r} (PostgreSQL only: postgres://…)")
     query = dict(parse_qsl(parts.query))
     host = query.pop("host", None) or parts.hostname or ""
+    # A transaction-mode pooler keeps no cursor open between transactions: say so, and
+    # Django's .iterator() fetches in one go instead of through a server-side cursor.
+    no_cursors = query.pop("disable_server_side_cursors", "false").lower() in ("true", "1")
     options = {**POSTGRES_DEFAULTS, **{name: _option(name, value) for name, value in query.items()}}
     return {
         "ENGINE": "common.postgresql",  # Django's, with a cheaper health check
@@ -49,4 +53,5 @@ def parse_database_url(url: str, *, conn_max_age: int) -> dict:
         # more than the request's own queries (a one-INSERT view drops ~6x without them).
         "CONN_MAX_AGE": conn_max_age,
         "CONN_HEALTH_CHECKS": True,
+        "DISABLE_SERVER_SIDE_CURSORS": no_cursors,
     }

@@ -17,8 +17,11 @@ def test_postgres_prepares_hot_statements_by_default():
 
 
 def test_a_pooler_in_transaction_mode_can_turn_prepared_statements_off():
-    db = parse("postgres://app@pgbouncer/spaces?prepare_threshold=none&server_side_binding=false&sslmode=require")
+    db = parse("postgres://app@pgbouncer/spaces?prepare_threshold=none&server_side_binding=false&sslmode=require"
+               "&disable_server_side_cursors=true")
     assert db["OPTIONS"] == {"server_side_binding": False, "prepare_threshold": None, "sslmode": "require"}
+    assert db["DISABLE_SERVER_SIDE_CURSORS"] is True
+    assert parse("postgres://app@db/spaces")["DISABLE_SERVER_SIDE_CURSORS"] is False
 
 
 @pytest.mark.parametrize("query", ["server_side_binding=maybe", "prepare_threshold=-1", "prepare_threshold=five"])

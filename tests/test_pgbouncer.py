@@ -1,0 +1,151 @@
+"""SPEC §11: the service behind a transaction-mode pooler. A real PgBouncer (Debian's package; bin/test
+installs it where it may) in front of the test database, with prepared statements and server-side
+cursors off as such a pooler needs; the create and `next` races and an export run through it."""
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+from django.db import connection
+
+from tasks.models import Claim, Task
+from tasks.services import create_task
+from tests.conftest import load_agent_lab
+from tests.factories import member_with_key
+from tests.live_server import ROOT, free_port, gunicorn, server_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+S = "/v1/spaces/agent-lab"
+POOLER_OPTIONS = "prepare_threshold=none&server_side_binding=false&disable_server_side_cursors=true"
+
+
+@contextmanager
+def pgbouncer() -> Iterator[str]:
+    """PgBouncer in transaction mode before the test database; yields the DATABASE_URL through it.
+    It refuses to run as root: it runs as the database server's own user then."""
+    binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    assert os.path.exists(binary), "PgBouncer is missing: apt-get install pgbouncer (bin/test does, as root)"
+    db = connection.settings_dict
+    host, port = db["HOST"] or "127.0.0.1", db["PORT"] or "5432"
+    folder = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
+    listen = free_port()
+    (folder / "users.txt").write_text(f'"{db["USER"]}" ""\n')
+    (folder / "pgbouncer.ini").write_text(f"""[databases]
+* = host={host} port={port}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {listen}
+unix_socket_dir =
+auth_type = trust
+auth_file = {folder / "users.txt"}
+pool_mode = transaction
+max_client_conn = 500
+default_pool_size = 20
+ignore_startup_parameters = extra_float_digits,options
+logfile = {folder / "pgbouncer.log"}
+pidfile = {folder / "pgbouncer.pid"}
+""")
+    command = [binary, str(folder / "pgbouncer.ini")]
+    if os.geteuid() == 0:
+        owner = os.stat(host).st_uid if host.startswith("/") else 0
+        user = pwd.getpwuid(owner).pw_name if owner != 0 else "postgres"
+        shutil.chown(folder, user)
+        for path in folder.iterdir():
+            shutil.chown(path, user)
+        command = ["runuser", "-u", user, "--", *command]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", listen), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log = (folder / "pgbouncer.log").read_text() if (folder / "pgbouncer.log").exists() else ""
+                    raise RuntimeError(f"pgbouncer did not start: {process.stdout.read() if process.poll() else ''}"
+                                       f"{log}")
+                time.sleep(0.1)
+        yield f"postgres://{db['USER']}@127.0.0.1:{listen}/{db['NAME']}?{POOLER_OPTIONS}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def together(count: int, work) -> list:
+    barrier = threading.Barrier(count)
+    results: list = []
+
+    def run(index: int) -> None:
+        barrier.wait()
+        results.extend(work(index))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return results
+
+
+def test_racing_creates_and_next_through_a_transaction_mode_pooler():
+    space = load_agent_lab()
+    keys = [member_with_key(space, "writer", f"agent-{i}")[1] for i in range(16)]
+    phrasings = ["Benchmark harness for code-review agents", "Build a benchmark for code review agents",
+                 "review agent benchmark", "code review evaluation suite"]
+    with pgbouncer() as url, gunicorn(workers=4, DATABASE_URL=url) as base:
+        def creates(index: int) -> list:
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[index]}"}, timeout=60) as http:
+                return [http.post(f"{S}/tasks", json={"title": phrasings[(index + n) % 4]},
+                                  headers={"Idempotency-Key": f"c{index}-{n}"}) for n in range(4)]
+
+        answers = together(16, creates)
+        assert sorted({r.status_code for r in answers}) in ([201, 409], [201])
+        created = [r for r in answers if r.status_code == 201]
+        assert len(created) == 1 and Task.objects.filter(work_item_id="T1").count() == 1
+        winner = created[0].json()["number"]
+        assert all(r.json()["winner"]["id"] == winner for r in answers if r.status_code == 409)
+
+        for n in range(100):
+            create_task(space=space, actor=space.members.first(), title=f"job {n}")
+
+        def claims(index: int) -> list:
+            taken = []
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[index]}"}, timeout=60) as http:
+                while (task := http.post(f"{S}/next", json={}).json()["task"]) is not None:
+                    taken.append(task["number"])
+            return taken
+
+        handed = together(16, claims)
+    assert len(handed) == len(set(handed)) == 101  # each open task once (the T1 task too), none lost
+    assert Claim.objects.count() == 101
+
+
+def test_an_export_through_a_transaction_mode_pooler(steward, space):
+    for n in range(7):
+        create_task(space=space, actor=steward.member, title=f"export row {n}")
+    with pgbouncer() as url:
+        export_id = steward.api.post(f"{S}/exports").json()["id"]
+        env = server_env(DATABASE_URL=url, SPACES_EXPORT_BATCH_ROWS="3")
+        worker = subprocess.run([os.sys.executable, "manage.py", "run_worker", "--once"], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert worker.returncode == 0, worker.stderr
+        token = steward.api.post(f"{S}/exports/{export_id}/share").json()["token"]
+        with gunicorn(workers=2, DATABASE_URL=url) as base:
+            document = httpx.get(f"{base}/v1/shares/{token}", timeout=60).json()
+    assert [t["title"] for t in document["tasks"]] == [f"export row {n}" for n in range(7)]
+    assert len(document["history"]) == 7
