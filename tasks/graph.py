@@ -110,6 +110,17 @@ def resolve(space: Space, numbers: Iterable[object], *, field: str) -> list[Task
     return [found[n] for n in wanted]
 
 
+def resolve_blockers(space: Space, numbers: Iterable[object]) -> list[Task]:
+    """A new task's ``blocked_by``: every number known (else 422), and at most MAX_BLOCKERS of them
+    live (SPEC §13: the limit counts live blockers; finished ones block nothing)."""
+    named = resolve(space, numbers, field="blocked_by")
+    live = {survivor.pk for survivor in map(live_survivor, named) if survivor is not None}
+    if len(live) > MAX_BLOCKERS:
+        raise InvalidRequest(f"{len(live)} of these tasks are live: at most {MAX_BLOCKERS} may block a task.",
+                             fields={"blocked_by": [f"At most {MAX_BLOCKERS} live blockers."]})
+    return named
+
+
 def live_survivor(task: Task) -> Task | None:
     """The live task that blocks in ``task``'s place: itself, its survivor (SPEC §13), or none."""
     seen: set[int] = set()

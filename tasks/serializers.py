@@ -18,7 +18,6 @@ from tasks import graph
 from tasks.models import (
     DEFAULT_PRIORITY,
     LABEL_PATTERN,
-    MAX_BLOCKERS,
     MAX_LABELS,
     PRIORITIES,
     Attempt,
@@ -31,6 +30,7 @@ from tasks.models import (
 )
 
 MAX_WINDOW = 500
+MAX_NAMED_BLOCKERS = 500  # a bound on the input; the limit that counts is MAX_BLOCKERS live ones
 
 
 _TIMESTAMP = serializers.DateTimeField()
@@ -143,7 +143,7 @@ class LabelsField(serializers.Field):
         return list(value)
 
 
-@extend_schema_field({"type": "array", "maxItems": MAX_BLOCKERS, "items": {"type": "integer", "minimum": 1}})
+@extend_schema_field({"type": "array", "maxItems": MAX_NAMED_BLOCKERS, "items": {"type": "integer", "minimum": 1}})
 class TaskNumbersField(serializers.Field):
     """A list of task numbers (``blocked_by``), at most ``max_length``; a plain field too."""
 
@@ -179,7 +179,8 @@ class TaskCreateSerializer(FlatInputSerializer):
     work_item_id = StrictCharField(max_length=32, required=False, allow_null=True, default=None)
     priority = priority_field(required=False, default=DEFAULT_PRIORITY)
     labels = LabelsField(required=False, default=list)
-    blocked_by = TaskNumbersField(max_length=MAX_BLOCKERS, required=False, default=list)
+    # At most MAX_BLOCKERS of them live (checked when they are looked up); finished ones may be named too.
+    blocked_by = TaskNumbersField(max_length=MAX_NAMED_BLOCKERS, required=False, default=list)
 
 
 class TaskUpdateSerializer(FlatInputSerializer):

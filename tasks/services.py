@@ -100,7 +100,7 @@ def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
                  attempt: Attempt | None = None, catalog_version: int | None = None) -> CreateIntent:
     """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve. Blockers
     are looked up first: an unknown one is a 422 before anything is reserved."""
-    blockers = graph.resolve(space, blocked_by, field="blocked_by") if blocked_by else []
+    blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
     task, key = bind_task(space=space, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, catalog_version=catalog_version, priority=priority,
                           labels=labels)
@@ -236,7 +236,7 @@ def create_tasks_window(
         try:
             fields = {"body": "", "delivery_mode": DeliveryMode.RESULT, "work_item_id": None, **proposal}
             blocked_by = fields.pop("blocked_by", None)
-            blockers = graph.resolve(space, blocked_by, field="blocked_by") if blocked_by else []
+            blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
             task, key = bind_task(space=space, catalog_version=catalog_version, **fields)
             if key in first_with_key:
                 outcomes.append(first_with_key[key])

@@ -17,7 +17,8 @@ HOSTILE_PARAMS = ["ab\x00cd", "9" * 40, "-1", "T" + "9" * 30, "%", "x" * 300]
 # Lone surrogates in the fields the body-taking routes read (a route that reads none of them,
 # such as starting an export, does its work: that is no hostile input).
 SURROGATES = ('{"title": "x\\ud800", "body": "\\ud800", "number": "\\ud800", "link": "\\ud800", '
-              '"role": "\\ud800", "work_item_id": "\\ud800", "post": "\\ud800", "proposals": "\\ud800"}')
+              '"role": "\\ud800", "work_item_id": "\\ud800", "post": "\\ud800", "proposals": "\\ud800", '
+              '"labels": ["\\ud800"], "blocked_by": "\\ud800", "task": "\\ud800", "priority": "\\ud800"}')
 
 
 def api_routes() -> list[tuple[str, list[str]]]:

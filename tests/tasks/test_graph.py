@@ -42,7 +42,7 @@ def test_bad_priority_labels_and_blockers_are_field_errors(writer):
         ({"priority": 5}, "priority"), ({"priority": -1}, "priority"), ({"priority": "high"}, "priority"),
         ({"labels": "api"}, "labels"), ({"labels": ["has space"]}, "labels"), ({"labels": ["x" * 41]}, "labels"),
         ({"labels": [f"l{i}" for i in range(11)]}, "labels"), ({"labels": [""]}, "labels"), ({"labels": [7]}, "labels"),
-        ({"blocked_by": [99]}, "blocked_by"), ({"blocked_by": [1] + list(range(2, 52))}, "blocked_by"),
+        ({"blocked_by": [99]}, "blocked_by"), ({"blocked_by": list(range(1, 502))}, "blocked_by"),
         ({"blocked_by": ["1"]}, "blocked_by"), ({"blocked_by": [0]}, "blocked_by"),
     ]
     for fields, field in cases:
@@ -238,3 +238,18 @@ def test_a_window_takes_the_graph_fields_per_proposal(writer):
     assert results[0]["body"]["blocked_by"] == [1] and results[0]["body"]["labels"] == ["ops"]
     assert "blocked_by" in results[1]["body"]["fields"] and "labels" in results[2]["body"]["fields"]
     assert task(writer, 1)["blocks"] == [2]
+
+
+def test_the_fifty_blockers_a_task_may_have_count_live_ones_only(writer, space):
+    from tasks.models import Task
+
+    rows = [Task(space=space, number=n, title=f"bulk {n}", conflict_target=f"bulk {n}", received_seq=0,
+                 payload_sha256="", creator=writer.member, status="open" if n <= 51 else "done")
+            for n in range(1, 61)]
+    Task.objects.bulk_create(rows)
+    space.__class__.objects.filter(pk=space.pk).update(task_counter=60)
+    refused = writer.api.post(f"{S}/tasks", {"title": "too much", "blocked_by": list(range(1, 52))})
+    assert refused.status_code == 422 and "blocked_by" in refused.json()["fields"]
+    accepted = create(writer, "enough", blocked_by=list(range(2, 61)))  # 50 live, 9 done
+    assert accepted["blocked_by"] == list(range(2, 52))
+    assert writer.api.post(f"{S}/tasks/61/blockers", {"task": 1}).json()["error"] == "invalid_request"
