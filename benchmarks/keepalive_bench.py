@@ -25,7 +25,8 @@ from benchmarks.load import Scenario, ensure_wrk, run_load  # noqa: E402
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
 
 
-def sequential(port: int, key: str, calls: int, *, reuse: bool) -> tuple[float, int]:
+def sequential(port: int, key: str, calls: int, *, reuse: bool,
+               path: str = "/v1/spaces/keepalive/tasks/1") -> tuple[float, int]:
     """Wall seconds for ``calls`` GETs one after another, and how many connections they took."""
     conn, opened = None, 0
     started = time.perf_counter()
@@ -33,7 +34,7 @@ def sequential(port: int, key: str, calls: int, *, reuse: bool) -> tuple[float, 
         if conn is None or not reuse:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             opened += 1
-        conn.request("GET", "/v1/spaces/keepalive/tasks/1", headers={"Authorization": f"Bearer {key}"})
+        conn.request("GET", path, headers={"Authorization": f"Bearer {key}"})
         response = conn.getresponse()
         response.read()
         assert response.status == 200, response.status

@@ -12,8 +12,9 @@ large/small (SPEC §11 asks ≥ 0.8): `next` plain and with a label, create, one
 filtered list page (?ready=true&label=…), a full-text search, and one task's history.
 Before those, the admin's task list (plain, searched, filtered) and one client's median for
 the summary (SPEC §14) and the board's data at both sizes. After them, the plan of `next`'s
-pick at 1,000,000 tasks (EXPLAIN ANALYZE, BUFFERS), and an export of each space: the
-worker's time and peak memory, and its share read back whole.
+pick at 1,000,000 tasks (EXPLAIN ANALYZE, BUFFERS), one agent's 200 sequential calls
+with and without keep-alive, and an export of each space: the worker's time and peak
+memory, and its share read back whole.
 
     .venv/bin/python benchmarks/scale_bench.py [--seconds 2] [--repeats 3] [--clients 4]
 
@@ -282,6 +283,19 @@ def main() -> None:
         print(f"{route:22} {fmt(small):>44} {fmt(large):>44}  {large.rps / small.rps:5.2f}")
     reopen(spaces["large"].pk)
     print("\n== plan of next's pick in the 1,000,000-task space\n" + next_plan(spaces["large"].pk), flush=True)
+    print("\n== one agent's 200 sequential calls (GET one task): a connection each against sync workers, "
+          "one kept connection against gthread workers (docs/benchmarks.md, keep-alive)", flush=True)
+    from benchmarks.keepalive_bench import sequential
+
+    for label, options, reuse in (("sync, a connection each", {}, False),
+                                  ("gthread x4, one connection", {"worker_class": "gthread", "threads": 4}, True)):
+        with gunicorn(url, workers=WORKERS, **options) as base:
+            port = int(base.rsplit(":", 1)[1])
+            for name, total in SIZES.items():
+                path_key = keys[name][0]
+                seconds, _ = sequential(port, path_key, 200, reuse=reuse, path=f"/v1/spaces/{name}/tasks/{middle[name]}")
+                print(f"   {label:28} {total:>9,} tasks: {seconds * 1000:6.0f} ms ({seconds * 1000 / 200:.2f} ms a call)",
+                      flush=True)
     if not args.skip_export:
         print("\n== an export of each space (run_worker --once), then its share read whole (goal: < 300 MB)")
         with gunicorn(url, workers=WORKERS) as base:

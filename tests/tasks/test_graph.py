@@ -253,3 +253,10 @@ def test_the_fifty_blockers_a_task_may_have_count_live_ones_only(writer, space):
     accepted = create(writer, "enough", blocked_by=list(range(2, 61)))  # 50 live, 9 done
     assert accepted["blocked_by"] == list(range(2, 52))
     assert writer.api.post(f"{S}/tasks/61/blockers", {"task": 1}).json()["error"] == "invalid_request"
+
+
+def test_the_graph_reference_section_comes_from_the_code(anonymous):
+    graph = anonymous.get("/v1/reference?section=graph").json()["graph"]
+    assert graph["fields"]["priority"]["default"] == 2 and graph["fields"]["blocked_by"]["max_live"] == 50
+    assert {r["code"] for r in graph["refusals"]} >= {"task_blocked", "dependency_cycle"}
+    assert "unblocked" in graph["history"]
