@@ -3,8 +3,9 @@
 Two spaces in one database, each with the same 5,000 open tasks (half of them blocked by
 another open task, priorities 0-4 and labels spread) and the rest finished: 5,000 finished
 in `small`, 995,000 in `large`, in both about 500 of them in the last 7 days; every task has its `created` event, and 100 tasks of each
-space carry the word "zebrafish". Rows are seeded with INSERT … SELECT generate_series,
-the fastest way PostgreSQL offers short of COPY, then VACUUM ANALYZE as autovacuum would.
+space carry the word "zebrafish". Each table is seeded by one INSERT … SELECT over
+generate_series, run inside the server so no row crosses the wire, then VACUUM ANALYZE as
+autovacuum would.
 
 For each route it prints requests per second at both sizes (wrk, closed loop, one API key
 a client, gunicorn sync workers), alternating the sizes for each repeat, and the ratio
