@@ -6,7 +6,7 @@ cycle), so anyone may take it.
 
 Limits are enforced under the task's row lock; ``claim_one_live_per_member_task`` makes
 a double claim impossible whatever the timing. Plain ``next`` takes the lowest open
-task with ``FOR UPDATE SKIP LOCKED``, so agents calling it at once never wait on each
+task with ``FOR NO KEY UPDATE SKIP LOCKED``, so agents calling it at once never wait on each
 other and never receive the same task.
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ def claim_next_sql() -> tuple[str, list[str]]:
         f"WITH picked AS (SELECT t.id FROM {task_table} AS t WHERE t.space_id = %(space)s "
         f"AND t.status = '{TaskStatus.OPEN.value}' AND t.labels @> %(labels)s::varchar[] "
         f"AND NOT EXISTS (SELECT 1 FROM {edges} AS d WHERE d.space_id = t.space_id AND d.task_id = t.id) "
-        "ORDER BY t.priority, t.number LIMIT 1 FOR UPDATE OF t SKIP LOCKED), "
+        "ORDER BY t.priority, t.number LIMIT 1 FOR NO KEY UPDATE OF t SKIP LOCKED), "
         f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
         f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
         f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
@@ -224,7 +224,7 @@ def expire_claims(*, now: datetime | None = None, dry_run: bool = False) -> int:
     lapsed = 0
     for claim in due.select_related("task", "task__space").iterator():
         with transaction.atomic():
-            task = Task.objects.select_for_update().get(pk=claim.task_id)
+            task = Task.objects.select_for_update(no_key=True).get(pk=claim.task_id)
             if Claim.objects.filter(pk=claim.pk, ended_at=None).update(ended_at=now, end_reason=ClaimEnd.LAPSED) != 1:
                 continue  # another run got it first
             record_event(task=task, kind=EventKind.LAPSED, actor=None, member=claim.member_id, claim=claim.pk,

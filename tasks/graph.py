@@ -10,9 +10,12 @@ Locks, always taken in this order so writers never deadlock:
    racing writers never store a cycle;
 2. blockers, ``FOR SHARE``: a blocker cannot end while an edge to it is being added (its end
    waits, then sees the edge and deletes it);
-3. the blocked task, ``FOR UPDATE``: whoever decides that a task became ready holds it, so
-   two blockers ending at once record ``unblocked`` once.
-A task that ends holds its own row first and then locks its dependents (step 3).
+3. the blocked task's row (``FOR NO KEY UPDATE``, as every task lock here: inserts that
+   check a foreign key to it are not blocked), by whoever adds to what blocks it;
+4. a task's "unblocking" lock (an advisory lock per task, taken in id order), by whoever
+   removes edges that block it: so two blockers ending at once record ``unblocked`` once. A
+   task that ends holds its own row and then its dependents' unblocking locks, never their
+   rows, so endings and claims do not wait on each other's tasks.
 """
 from __future__ import annotations
 
@@ -37,8 +40,9 @@ from tasks.models import (
 )
 from tasks.selectors import get_task
 
-# The first key of the two-key advisory lock space; the second is the space's id.
+# First keys of the two-key advisory lock space; the second is the space's or the task's id.
 GRAPH_LOCK_CLASS = 13
+UNBLOCKING_LOCK_CLASS = 14
 
 
 def lock_graph(space_id: int) -> None:
@@ -53,9 +57,13 @@ def share_lock(task_ids: Iterable[int]) -> None:
                        [sorted(set(task_ids))])
 
 
-def lock_for_update(task_ids: Iterable[int]) -> list[Task]:
-    return list(Task.objects.select_for_update(of=("self",)).select_related("space")
-                .filter(pk__in=set(task_ids)).order_by("pk"))
+def hold_unblocking(task_ids: Iterable[int]) -> None:
+    """The unblocking locks of these tasks, in id order (step 4 of the module's order)."""
+    ids = sorted(set(task_ids))
+    if ids:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT pg_advisory_xact_lock({UNBLOCKING_LOCK_CLASS}, (id %% 2147483647)::int) "
+                           "FROM unnest(%s::bigint[]) WITH ORDINALITY AS held(id, n) ORDER BY n", [ids])
 
 
 # --- Reading the graph -------------------------------------------------------------------
@@ -229,7 +237,8 @@ def add_blocker(*, space: Space, number: object, blocker_number: object, actor: 
 def remove_blocker(*, space: Space, number: object, blocker_number: object, actor: Member) -> Task:
     """``DELETE …/tasks/{n}/blockers/{m}``; 404 when ``m`` does not block ``n``."""
     with transaction.atomic():
-        task = get_task(space=space, number=number, lock=True)
+        task = get_task(space=space, number=number)
+        hold_unblocking([task.pk])
         before = blocker_numbers(task)
         m = as_int(blocker_number)
         if m not in before:
@@ -252,9 +261,10 @@ def record_unblocked(task: Task, *, actor: Member | None, **details: object) -> 
 
 
 def dependents(task: Task) -> list[Task]:
-    """The live tasks ``task`` blocks, locked (step 3 of the module's order)."""
-    ids = Dependency.objects.filter(space_id=task.space_id, blocker=task).values_list("task_id", flat=True)
-    return lock_for_update(ids)
+    """The live tasks ``task`` blocks, with their unblocking locks held (step 4)."""
+    ids = list(Dependency.objects.filter(space_id=task.space_id, blocker=task).values_list("task_id", flat=True))
+    hold_unblocking(ids)
+    return list(Task.objects.filter(pk__in=ids).order_by("pk"))
 
 
 def task_ended(task: Task, *, actor: Member | None) -> None:

@@ -12,7 +12,7 @@ from tasks.models import Task, TaskStatus
 def get_task(*, space: Space, number: object, lock: bool = False) -> Task:
     tasks = Task.objects.select_related("superseded_by", "creator", "space")
     if lock:
-        tasks = tasks.select_for_update(of=("self",))
+        tasks = tasks.select_for_update(of=("self",), no_key=True)
     task = tasks.filter(space=space, number=as_int(number)).first()
     if task is None:
         raise errors.NotFound(f"No task {number} in this space.")

@@ -39,7 +39,11 @@ def hold_slot(*, space, work_item_id: object, actor: Member, reason: str = ""):
 
 def lock_tasks(*tasks: Task) -> list[Task]:
     ids = sorted({t.pk for t in tasks})
-    locked = {t.pk: t for t in Task.objects.select_for_update().select_related("space").filter(pk__in=ids).order_by("pk")}
+    # of=self, no key: the joined space row stays unlocked, and inserts that check a foreign key
+    # to these rows (history, claims, blockers) are not blocked by the lock (FOR UPDATE would,
+    # and deadlock with them).
+    locked = {t.pk: t for t in Task.objects.select_for_update(of=("self",), no_key=True).select_related("space")
+              .filter(pk__in=ids).order_by("pk")}
     return [locked[t.pk] for t in tasks]
 
 

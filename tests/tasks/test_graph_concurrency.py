@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from typing import Callable
 
 import pytest
-from django.db import connection
+from django.db import connection, models
 
 from common.refusals import DomainError
 from tasks import attempts, claims, graph
@@ -134,10 +134,11 @@ def test_a_blocker_finishing_while_agents_call_next_hands_each_dependent_out_onc
 
         def agent(member):
             def work():
-                while not stop.is_set() or len(handed) < len(dependents):
+                while True:
+                    finished = stop.is_set()  # read before the call: a call begun earlier may miss the commit
                     claimed = claims.claim_next_task(space=space, member=member)
                     if claimed is None:
-                        if stop.is_set():
+                        if finished:
                             return
                         continue
                     number = claimed[0].number
@@ -196,3 +197,52 @@ def test_many_agents_with_and_without_labels_take_ready_work_in_order_and_each_o
             if earlier and set(labels) <= set(other.labels):
                 assert began[other.pk] < returned, (
                     f"task {other.number} was ready throughout but task {task.number} went first")
+
+
+def test_a_storm_of_every_graph_writer_deadlocks_never_and_keeps_edges_between_live_tasks():
+    """Blockers added and removed, tasks withdrawn, superseded and claimed, all at once: no deadlock
+    or other error, no cycle, and every stored edge joins two live tasks (an ending task takes its
+    edges with it)."""
+    from tasks import stewardship
+    from tasks.models import LIVE_STATUSES
+
+    space = load_agent_lab()
+    steward, _ = member_with_key(space, "steward", "boss")
+    writers = [member_with_key(space, "writer", f"w{i}")[0] for i in range(5)]
+    numbers = [create_task(space=space, actor=steward, title=f"node {i}").number for i in range(16)]
+    refused = Counter()
+
+    def storm(member, seed):
+        rng = random.Random(seed)
+
+        def work():
+            for _ in range(30):
+                a, b = rng.sample(numbers, 2)
+                roll = rng.random()
+                try:
+                    if roll < 0.45:
+                        graph.add_blocker(space=space, number=a, blocker_number=b, actor=member)
+                    elif roll < 0.6:
+                        graph.remove_blocker(space=space, number=a, blocker_number=b, actor=member)
+                    elif roll < 0.7:
+                        claims.claim_next_task(space=space, member=member)
+                    elif roll < 0.8:
+                        stewardship.withdraw_task(task=Task.objects.get(space=space, number=a), actor=steward)
+                    elif roll < 0.9:
+                        stewardship.supersede_task(task=Task.objects.get(space=space, number=a),
+                                                   survivor=Task.objects.get(space=space, number=b), actor=steward,
+                                                   reason="storm")
+                    else:
+                        claims.claim_task(space=space, member=member, number=a)
+                except DomainError as error:
+                    refused[error.code] += 1
+        return work
+
+    assert run_together([storm(m, i) for i, m in enumerate(writers + [steward])]) == []
+    assert sum(refused.values()) > 0
+    assert_acyclic(space)
+    live = set(Task.objects.filter(space=space, status__in=LIVE_STATUSES).values_list("pk", flat=True))
+    for task_id, blocker_id in Dependency.objects.filter(space=space).values_list("task_id", "blocker_id"):
+        assert task_id in live and blocker_id in live, (task_id, blocker_id)
+    assert TaskEvent.objects.filter(kind="unblocked").values("task").annotate(n=models.Count("id")).filter(
+        n__gt=len(numbers)).count() == 0
