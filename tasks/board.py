@@ -22,7 +22,7 @@ from allocation import services as allocation
 from spaces.models import Space
 from tasks import graph
 from tasks.filters import LABEL, blocked, ready_condition
-from tasks.models import Attempt, AttemptState, Claim, Task, TaskEvent, TaskStatus
+from tasks.models import Attempt, Claim, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
 from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, space_summary
 
