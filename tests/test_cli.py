@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -105,3 +106,9 @@ def test_the_work_graph_commands():
         assert "P4" in updated.stdout and "#" not in updated.stdout
         found = spaces_cli(base, writer, "tasks", "-q", "migration")
         assert [line.split()[1] for line in found.stdout.splitlines()] == ["2"]
+        board = spaces_cli(base, writer, "board")
+        rows = (re.match(r"^(\S.*?)\s{2,}(\S.*)$", line) for line in board.stdout.splitlines())
+        lines = {row.group(1): row.group(2) for row in rows if row}
+        assert board.returncode == 0 and board.stdout.startswith("space agent-lab")
+        assert lines["live"].strip() == "3" and lines["ready"].strip() == "1" and lines["blocked"].strip() == "1"
+        assert "agent-1" in board.stdout and "duplicates prevented (24 h)" in board.stdout
