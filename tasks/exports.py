@@ -20,7 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Iterator
+from typing import Callable, Iterator
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -114,9 +114,12 @@ class LeaseLost(Exception):
     """Another attempt took the export over: this one stops writing."""
 
 
-def write_chunks(export: Export, operation: Operation) -> dict[str, int]:
-    """Write every section in chunks under the attempt's epoch, extending its lease as it goes;
-    the counts of rows written."""
+Progress = Callable[[int, str, int], None]  # export id, section, rows of it written so far
+
+
+def write_chunks(export: Export, operation: Operation, progress: Progress | None = None) -> dict[str, int]:
+    """Write every section in chunks under the attempt's epoch, extending its lease as it goes
+    (and telling ``progress`` after each chunk); the counts of rows written."""
     size = settings.SPACES_EXPORT_BATCH_ROWS
     counts: dict[str, int] = {}
     seq = 0
@@ -131,6 +134,8 @@ def write_chunks(export: Export, operation: Operation) -> dict[str, int]:
                 data=",".join(json.dumps(row, cls=DjangoJSONEncoder, ensure_ascii=False) for row in batch))
             seq += 1
             counts[section.name] += len(batch)
+            if progress is not None:
+                progress(export.pk, section.name, counts[section.name])
             if time.monotonic() - beat > heartbeat_seconds():
                 heartbeat(operation)
                 beat = time.monotonic()
@@ -226,13 +231,13 @@ class Outcome:
     reason: str = ""
 
 
-def write_export(export: Export, operation: Operation) -> Outcome:
+def write_export(export: Export, operation: Operation, progress: Progress | None = None) -> Outcome:
     """Run one leased attempt: write the data under its epoch in chunks, then report with its
     fencing token. A failure is reported with its reason: retryable while attempts remain
     (SPACES_EXPORT_MAX_ATTEMPTS), then failed."""
     attempt = attempts_used(export, operation)
     try:
-        counts = write_chunks(export, operation)
+        counts = write_chunks(export, operation, progress)
         header = {"space": export.space.slug, "exported_at": timezone.now().isoformat(), "counts": counts}
         ExportResult.objects.update_or_create(
             space_id=export.space_id, export=export, lease_epoch=operation.lease_epoch, defaults={"data": header})
@@ -257,7 +262,7 @@ def write_export(export: Export, operation: Operation) -> Outcome:
         return Outcome(export.pk, attempt, OperationState.UNKNOWN, reason)
 
 
-def drain_exports() -> list[Outcome]:
+def drain_exports(progress: Progress | None = None) -> list[Outcome]:
     """Run every waiting export once; one that fails stays retryable for the next drain (until
     its attempts run out)."""
     tried: set[int] = set()
@@ -267,7 +272,7 @@ def drain_exports() -> list[Outcome]:
         if leased is None:
             return outcomes
         tried.add(leased[0].pk)
-        outcomes.append(write_export(*leased))
+        outcomes.append(write_export(*leased, progress=progress))
 
 
 def last_error(operation: Operation) -> dict | None:

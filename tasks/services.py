@@ -143,7 +143,8 @@ def mutate_task(intent: CreateIntent, *, attempt: Attempt | None = None) -> Task
     if not created:
         if attempt is not None:
             attempt.hold()  # raises when another attempt of this operation took it over
-        # Our reservation lapsed and another intent took it over: the key is its, or still being taken.
+        # Our reservation lapsed and another intent took it over (the key is its, or still being
+        # taken), or a rival occupied the key as we reserved it.
         occupancy = allocation.find_occupancy(space, key)
         if occupancy is not None:
             raise allocation.occupied_error(occupancy, key)

@@ -110,7 +110,11 @@ def test_a_worker_killed_mid_export_is_retried_and_its_late_report_quarantined()
     worker = subprocess.Popen([sys.executable, "-c", WORKER_THAT_HANGS], cwd=ROOT, stdout=subprocess.PIPE, text=True,
                               env=server_env(SPACES_OPERATION_LEASE_SECONDS="1", **small_batches))
     try:
-        assert worker.stdout.readline().startswith("writing")
+        lines = [worker.stdout.readline()]
+        while not lines[-1].startswith("writing") and lines[-1]:
+            lines.append(worker.stdout.readline())
+        assert lines[-1].startswith("writing"), lines
+        assert lines[0].startswith(f"Export {export_id}: 2 tasks rows written")  # progress on long work
     finally:
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()

@@ -17,8 +17,16 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="Pause when idle (default 2)")
 
     def handle(self, *args, once: bool, poll: float, **options):
+        shown = [0.0]
+
+        def progress(export: int, section: str, rows: int) -> None:
+            """A line at most every two seconds while a large export is written."""
+            if time.monotonic() - shown[0] >= 2:
+                shown[0] = time.monotonic()
+                self.stdout.write(f"Export {export}: {rows:,} {section} rows written…")
+
         while True:
-            outcomes = drain_exports()
+            outcomes = drain_exports(progress)
             for outcome in outcomes:
                 if outcome.state == "completed":
                     self.stdout.write(f"Export {outcome.export}: attempt {outcome.attempt} completed.")
