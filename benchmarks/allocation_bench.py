@@ -19,14 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.catalogs import sample_titles, zipf_catalog  # noqa: E402
-from benchmarks.common import (  # noqa: E402
-    autovacuum_note,
-    bench_database_url,
-    gunicorn,
-    recreate_database,
-    refresh_statistics,
-    setup_django,
-)
+from benchmarks.common import autovacuum_note, fresh_database, gunicorn, refresh_statistics  # noqa: E402
 from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
 
 CLIENTS = (8, 32)
@@ -107,9 +100,7 @@ def main() -> None:
         lines.append(line)
 
     ensure_wrk()
-    url = bench_database_url()
-    recreate_database(url)
-    setup_django(url)
+    url = fresh_database()
     report("== bind, in process (Zipf-like vocabulary of 20,000 words)")
     bind_in_process(report)
     keys, catalog100k = prepare(url)

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.catalogs import sample_titles, zipf_catalog  # noqa: E402
-from benchmarks.common import bench_database_url, gunicorn, recreate_database, setup_django  # noqa: E402
+from benchmarks.common import fresh_database, gunicorn  # noqa: E402
 from benchmarks.load import Scenario, ensure_wrk, fmt, run_load  # noqa: E402
 
 ROWS = 100_000
@@ -63,9 +63,7 @@ def main() -> None:
                              "this one migrates and fills the database)")
     args = parser.parse_args()
     ensure_wrk()
-    url = bench_database_url()
-    recreate_database(url)
-    setup_django(url)
+    url = fresh_database()
     from spaces import services
     from spaces.catalog import CatalogRow
 

@@ -22,12 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import (  # noqa: E402
     autovacuum_note,
-    bench_database_url,
+    fresh_database,
     gunicorn,
     psycopg_dsn,
-    recreate_database,
     refresh_statistics,
-    setup_django,
 )
 from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
 
@@ -110,9 +108,7 @@ def main() -> None:
     parser.add_argument("--skip-million", action="store_true", help="leave out the 1,000,000-task comparison")
     args = parser.parse_args()
     ensure_wrk()
-    url = bench_database_url()
-    recreate_database(url)
-    setup_django(url)
+    url = fresh_database()
     from spaces import services
 
     space = services.create_space(slug="claims", name="Claims")

@@ -19,13 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import (  # noqa: E402
-    ROOT,
-    bench_database_url,
-    gunicorn,
-    recreate_database,
-    setup_django,
-)
+from benchmarks.common import ROOT, fresh_database, gunicorn  # noqa: E402
 
 
 def timed(command: list[str], env: dict) -> float:
@@ -38,9 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=30)
     args = parser.parse_args()
-    url = bench_database_url()
-    recreate_database(url)
-    setup_django(url)
+    url = fresh_database()
     from spaces import services
     from tasks.services import create_task
 

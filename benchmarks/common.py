@@ -83,6 +83,14 @@ def setup_django(url: str, conn_max_age: int = 600) -> None:
     call_command("migrate", verbosity=0)
 
 
+def fresh_database() -> str:
+    """A fresh benchmark database, migrated, with this process's Django set up on it; its URL."""
+    url = bench_database_url()
+    recreate_database(url)
+    setup_django(url)
+    return url
+
+
 def free_port() -> int:
     import socket
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import bench_database_url, gunicorn, recreate_database, setup_django  # noqa: E402
+from benchmarks.common import fresh_database, gunicorn  # noqa: E402
 from benchmarks.load import Scenario, ensure_wrk, run_load  # noqa: E402
 
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
@@ -52,9 +52,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     args = parser.parse_args()
     ensure_wrk()
-    url = bench_database_url()
-    recreate_database(url)
-    setup_django(url)
+    url = fresh_database()
     from spaces import services
     from tasks.services import create_task
 

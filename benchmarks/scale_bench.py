@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import bench_database_url, gunicorn, recreate_database, setup_django  # noqa: E402
+from benchmarks.common import fresh_database, gunicorn  # noqa: E402
 from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
 
 OPEN = 5_000
@@ -218,9 +218,7 @@ def main() -> None:
     parser.add_argument("--skip-export", action="store_true", help="leave out the exports")
     args = parser.parse_args()
     ensure_wrk()
-    url = bench_database_url()
-    recreate_database(url)
-    setup_django(url)
+    url = fresh_database()
     from spaces import services
 
     spaces, keys, stewards = {}, {}, {}

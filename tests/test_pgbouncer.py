@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ from django.db import connection
 
 from tasks.models import Claim, Task
 from tasks.services import create_task
+from tests.allocation.test_races import run_clients
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 from tests.live_server import ROOT, free_port, gunicorn, server_env
@@ -86,22 +86,6 @@ pidfile = {folder / "pgbouncer.pid"}
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def together(count: int, work) -> list:
-    barrier = threading.Barrier(count)
-    results: list = []
-
-    def run(index: int) -> None:
-        barrier.wait()
-        results.extend(work(index))
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    return results
-
-
 def test_racing_creates_and_next_through_a_transaction_mode_pooler():
     space = load_agent_lab()
     keys = [member_with_key(space, "writer", f"agent-{i}")[1] for i in range(16)]
@@ -113,7 +97,7 @@ def test_racing_creates_and_next_through_a_transaction_mode_pooler():
                 return [http.post(f"{S}/tasks", json={"title": phrasings[(index + n) % 4]},
                                   headers={"Idempotency-Key": f"c{index}-{n}"}) for n in range(4)]
 
-        answers = together(16, creates)
+        answers = run_clients(16, creates)
         failed = [r.text[:2000] for r in answers if r.status_code >= 500]
         assert not failed, failed[0]
         assert sorted({r.status_code for r in answers}) in ([201, 409], [201])
@@ -136,7 +120,7 @@ def test_racing_creates_and_next_through_a_transaction_mode_pooler():
                     taken.append(task["number"])
             return taken
 
-        handed = together(16, claims)
+        handed = run_clients(16, claims)
     assert len(handed) == len(set(handed)) == 101  # each open task once (the T1 task too), none lost
     assert Claim.objects.count() == 101
 
