@@ -7,7 +7,6 @@ import re
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.postgres.search import SearchQuery
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import F, Func, Q
@@ -20,11 +19,10 @@ from allocation import services as allocation
 from common.refusals import DomainError
 from spaces.services import steward_for_admin_user
 from tasks import errors, graph, stewardship
-from tasks.filters import blocked, ready_condition
+from tasks.filters import blocked, ready_condition, text_query
 from tasks.models import (
     LIVE_STATUSES,
     PRIORITIES,
-    SEARCH_CONFIG,
     Attempt,
     Check,
     Claim,
@@ -191,7 +189,7 @@ class TaskAdmin(admin.ModelAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
-        matches = Q(search=SearchQuery(term, search_type="websearch", config=SEARCH_CONFIG))
+        matches = Q(search=text_query(term))
         if re.fullmatch(r"[Tt]\d{1,9}", term):
             matches |= Q(work_item_id=term.upper())
         if term.isdigit() and len(term) < 19:

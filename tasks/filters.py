@@ -20,6 +20,11 @@ def blocked() -> Exists:
     return Exists(Dependency.objects.filter(space_id=OuterRef("space_id"), task_id=OuterRef("pk")))
 
 
+def text_query(words: str) -> SearchQuery:
+    """Words as a full-text query (web-search syntax: quotes, or, -word) in the stored vector's language."""
+    return SearchQuery(words, search_type="websearch", config=SEARCH_CONFIG)
+
+
 def ready_condition() -> Q:
     return Q(status=TaskStatus.OPEN) & ~blocked()
 
@@ -61,7 +66,7 @@ class TaskFilter(django_filters.FilterSet):
         """PostgreSQL full-text search over title and body, best match first, then by number."""
         if not value.strip():
             return qs
-        query = SearchQuery(value, search_type="websearch", config=SEARCH_CONFIG)
+        query = text_query(value)
         return (qs.filter(search=query).annotate(rank=SearchRank(F("search"), query))
                 .order_by("-rank", "number"))
 

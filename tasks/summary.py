@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from allocation import services as allocation
 from spaces.models import Space
-from tasks.models import LIVE_STATUSES, Attempt, AttemptState, Claim, Dependency, SlotDoneCount, Task, TaskStatus
+from tasks.models import LIVE_STATUSES, Attempt, AttemptState, Claim, SlotDoneCount, Task, TaskStatus
 
 RECENT_DONE = timedelta(days=7)
 DUPLICATES_WINDOW = timedelta(hours=24)
@@ -19,13 +19,11 @@ DUPLICATES_WINDOW = timedelta(hours=24)
 
 def live_counts(space: Space) -> dict[str, tuple[int, int]]:
     """Per live status: (tasks, of which blocked)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT t.status, count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM {Dependency._meta.db_table} d "
-            "WHERE d.space_id = t.space_id AND d.task_id = t.id)) "
-            f"FROM {Task._meta.db_table} t WHERE t.space_id = %s AND t.status = ANY(%s) GROUP BY t.status",
-            [space.pk, [s.value for s in LIVE_STATUSES]])
-        return {status: (total, blocked) for status, total, blocked in cursor.fetchall()}
+    from tasks.filters import blocked
+
+    rows = (Task.objects.filter(space=space, status__in=LIVE_STATUSES).order_by().values("status")
+            .annotate(total=Count("pk"), blocked=Count("pk", filter=Q(blocked()))))
+    return {row["status"]: (row["total"], row["blocked"]) for row in rows}
 
 
 def oldest_ready(space: Space, now) -> dict[str, Any] | None:
@@ -52,13 +50,10 @@ def claims_by_member(space: Space) -> list[dict[str, Any]]:
 def slot_counts(space: Space) -> list[dict[str, Any]]:
     """Per catalog slot that has had work: live and done tasks bound to it."""
     slots: dict[str, dict[str, Any]] = {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT work_item_id, count(*) FROM {Task._meta.db_table} WHERE space_id = %s AND status = ANY(%s) "
-            "AND work_item_id IS NOT NULL GROUP BY work_item_id",
-            [space.pk, [s.value for s in LIVE_STATUSES]])
-        for slot, n in cursor.fetchall():
-            slots[slot] = {"work_item_id": slot, "live": n, "done": 0}
+    live = (Task.objects.filter(space=space, status__in=LIVE_STATUSES, work_item_id__isnull=False).order_by()
+            .values("work_item_id").annotate(n=Count("pk")).values_list("work_item_id", "n"))
+    for slot, n in live:
+        slots[slot] = {"work_item_id": slot, "live": n, "done": 0}
     for slot, done in SlotDoneCount.objects.filter(space=space).values_list("work_item_id", "done"):
         slots.setdefault(slot, {"work_item_id": slot, "live": 0, "done": 0})["done"] = done
     return sorted(slots.values(), key=lambda s: (len(s["work_item_id"]), s["work_item_id"]))
