@@ -1,11 +1,11 @@
-"""``Idempotency-Key`` on every ``POST`` under /v1/ (SPEC §7.1).
+"""Every mutating request under /v1/ is one unit of work (SPEC §7.1), run by ``allocation.runner``.
 
-A middleware rather than per-view code, so every POST route of every app gets the same
-behaviour and no view can forget it. It runs the request as an attempt of the
-idempotency runner (``allocation.runner``): the view's work and its settled answer
-commit in one transaction. The runner authenticates the API key in the same round trip
-as the first touch; the key is left on the request for DRF's authentication. Without a
-valid key the middleware steps aside and the view answers 401.
+A middleware rather than per-view code, so every route of every app gets the same
+transaction and no view can forget it: the view's work (and, under an ``Idempotency-Key``,
+its settled answer) commit together. With an ``Idempotency-Key`` on a ``POST`` the runner
+authenticates the API key in the same round trip as the first touch; the key is left on
+the request for DRF's authentication. Without a valid key the unit has no operation and the
+view answers 401.
 """
 from __future__ import annotations
 
@@ -13,53 +13,71 @@ import json
 
 from django.http import HttpResponse
 
-from allocation.runner import Answer, Attempt, check_idempotency_key, run_attempt
+from allocation.runner import Answer, Idempotent, UnitOfWork, check_idempotency_key, run_unit
 from common.problems import PROBLEM_JSON, problem_response
 from common.refusals import DomainError, InvalidRequest
 from spaces.auth import bearer_token, request_api_key
 
 REPLAYED_HEADERS = ("Retry-After", "Location")
+MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-class IdempotencyMiddleware:
+def unit_of(request) -> UnitOfWork:
+    """The unit of work a mutating request runs in (DRF's request or Django's)."""
+    return getattr(request, "_request", request).unit_of_work
+
+
+class UnitOfWorkMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        idempotency_key = request.headers.get("Idempotency-Key")
-        if request.method != "POST" or idempotency_key is None or not request.path.startswith("/v1/"):
+        if request.method not in MUTATING or not request.path.startswith("/v1/"):
             return self.get_response(request)
-        raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
-        if raw_key is None:
-            return self.get_response(request)  # the view answers 401
-        try:
-            check_idempotency_key(idempotency_key)
-        except InvalidRequest as error:
-            if request_api_key(request) is None:
-                return self.get_response(request)  # the view answers 401 first
-            return problem_response(error)
-        try:
-            body = json.loads(request.body or b"null")
-        except (ValueError, UnicodeDecodeError):
-            return self.get_response(request)  # the view answers 400 malformed_json (or 401)
+        idempotent = self.idempotent(request)
+        if isinstance(idempotent, HttpResponse):
+            return idempotent
 
-        def work(attempt: Attempt) -> Answer:
-            request.spaces_api_key = attempt.api_key  # what request_api_key would have found: no second lookup
-            request.idempotency_attempt = attempt
+        def work(unit: UnitOfWork) -> Answer:
+            request.unit_of_work = unit
+            if unit.api_key is not None:
+                request.spaces_api_key = unit.api_key  # what request_api_key would have found: no second lookup
             response = self.get_response(request)
+            if unit.operation is None:
+                return Answer(response.status_code, None, response=response)
             headers = {h: response[h] for h in REPLAYED_HEADERS if response.has_header(h)}
             return Answer(response.status_code, response_json(response), headers, response=response,
                           secret=getattr(response, "spaces_secret", None))
 
         try:
-            api_key, answer = run_attempt(raw_key=raw_key, idempotency_key=idempotency_key, method=request.method,
-                                          path=request.path, body=body, work=work)
+            api_key, answer = run_unit(work, idempotent=idempotent)
         except DomainError as error:
             return problem_response(error)
         if answer is None:
-            request.spaces_api_key = None
-            return self.get_response(request)  # not a valid key: the view answers 401
+            request.spaces_api_key = None  # not a valid key: the view answers 401, in a unit of its own
+            _, answer = run_unit(work)
         return replay(answer) if answer.replayed else answer.response
+
+    def idempotent(self, request) -> Idempotent | HttpResponse | None:
+        """What the request's ``Idempotency-Key`` brings, a refusal of it, or None (no key, or
+        one the view must answer first: no bearer key, a body that is not JSON)."""
+        idempotency_key = request.headers.get("Idempotency-Key")
+        if request.method != "POST" or idempotency_key is None:
+            return None
+        raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
+        if raw_key is None:
+            return None  # the view answers 401 (or, for /v1/join, keeps its own key: JoinRedemption)
+        try:
+            check_idempotency_key(idempotency_key)
+        except InvalidRequest as error:
+            if request_api_key(request) is None:
+                return None  # the view answers 401 first
+            return problem_response(error)
+        try:
+            body = json.loads(request.body or b"null")
+        except (ValueError, UnicodeDecodeError):
+            return None  # the view answers 400 malformed_json (or 401)
+        return Idempotent(raw_key=raw_key, key=idempotency_key, method=request.method, path=request.path, body=body)
 
 
 def response_json(response: HttpResponse):

@@ -1,35 +1,40 @@
-"""The idempotency runner (SPEC §7.1): one attempt at an operation, whose work and answer commit together.
+"""The runner (SPEC §7.1): every mutating request is one unit of work, whose work and answer commit together.
 
-Every front runs an ``Idempotency-Key`` request through ``run_attempt``: the REST
-middleware and the MCP tools alike. The attempt is one database transaction, managed
-here and nowhere else:
+Every front runs a mutating request through ``run_unit``: the REST middleware, the MCP
+tools, the admin's actions and the management commands alike, with or without an
+``Idempotency-Key``. The runner owns the unit's transaction — ``transaction.atomic(durable=True)``,
+so nothing outside it can hold a transaction open around it — and nothing else commits:
 
-1. the first touch (``allocation.first_touch``) authenticates the key, takes the
-   attempt's liveness lock and stores or reads the operation;
-2. a completed operation is replayed; a live attempt of the same operation holds the
-   lock, so this one answers ``409 idempotency_in_progress``;
-3. otherwise the work runs, and its answer is settled on the operation in the same
-   transaction, so no crash leaves committed work without its answer. A retry after a
-   crash finds the lock free at once (the dead attempt's transaction ended with it).
+1. with an ``Idempotency-Key``, the first touch (``allocation.first_touch``) authenticates the
+   key, takes the unit's liveness lock and stores or reads the operation; a completed
+   operation is replayed; a live attempt of the same operation holds the lock, so this one
+   answers ``409 idempotency_in_progress``;
+2. the work runs (a command of the front's choosing, given the unit);
+3. with an operation, the work's answer is settled on it in the same transaction, so no
+   crash leaves committed work without its answer; a ``5xx`` rolls everything back.
 
-A service that must commit part of its work first (create's reservation, SPEC §4.5)
-calls ``Attempt.commit_reservation``: the transaction commits there and the attempt
-goes on in a new one, which takes the same lock again before it writes. A crash between
-the two leaves a committed reservation naming the operation, which the retry takes over.
+A command that must commit part of its work first (create's reservation, SPEC §4.5) calls
+``UnitOfWork.commit_reservation``, with or without an operation: the transaction commits
+there and the unit goes on in a new one. Every unit holds a liveness lock in that new
+transaction — the operation's (member, Idempotency-Key), or a lock of its own — which the
+mutation statement takes again before it writes (``lock_params``); a unit whose operation
+another attempt took over in between writes nothing. A crash between the two transactions
+leaves a committed reservation naming the operation, which the retry takes over.
 """
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from django.db import connection
+from django.db import connection, transaction
 
 from allocation import errors
 from allocation.binding import has_control_characters
 from allocation.first_touch import relock, touch_first
 from allocation.idempotency import check_tuple, request_fingerprint, settle_operation
 from allocation.models import Operation, OperationState
-from common.refusals import InvalidRequest
+from common.refusals import DomainError, InvalidRequest
 from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
 
@@ -38,7 +43,7 @@ IN_PROGRESS_RETRY_AFTER_MS = 500
 
 @dataclass
 class Answer:
-    """What an attempt answers: stored on the operation (without ``response``) and replayed."""
+    """What a unit answers: stored on the operation (without ``response``) and replayed."""
 
     status: int
     body: Any
@@ -53,9 +58,20 @@ class Answer:
                    replayed=True)
 
 
+@dataclass(frozen=True)
+class Idempotent:
+    """What a request with an ``Idempotency-Key`` brings to its unit (SPEC §7.1)."""
+
+    raw_key: str  # the API key presented, authenticated by the first touch
+    key: str
+    method: str
+    path: str
+    body: Any
+
+
 def replay(operation: Operation) -> Answer:
     """The stored answer; one that carried a secret gets a fresh one, and the earlier one is
-    revoked (SPEC §7.1). Runs under the attempt's lock, so replays reissue one at a time."""
+    revoked (SPEC §7.1). Runs under the unit's lock, so replays reissue one at a time."""
     answer = Answer.stored(operation)
     if operation.secret:
         answer.body, operation.secret = reissue(operation.secret, answer.body)
@@ -63,9 +79,9 @@ def replay(operation: Operation) -> Answer:
     return answer
 
 
-class AttemptOvertaken(errors.IdempotencyInProgress):
-    """Between this attempt's transactions another attempt took the operation over. Wherever it
-    surfaces it reads as ``409 idempotency_in_progress``; the runner, told by the attempt, answers
+class UnitOvertaken(errors.IdempotencyInProgress):
+    """Between this unit's transactions another attempt took its operation over. Wherever it
+    surfaces it reads as ``409 idempotency_in_progress``; the runner, told by the unit, answers
     with the operation's settled answer instead when there is one, and commits nothing more."""
 
     def __init__(self, operation: Operation) -> None:
@@ -75,31 +91,58 @@ class AttemptOvertaken(errors.IdempotencyInProgress):
         self.operation = operation
 
 
-@dataclass
-class Attempt:
-    api_key: ApiKey
-    operation: Operation
-    overtaken: Operation | None = None  # set when another attempt took the operation over
+class UnitOfWork:
+    """One mutating request's transaction (and the second one of a create), owned by ``run_unit``."""
+
+    def __init__(self, operation: Operation | None = None, api_key: ApiKey | None = None) -> None:
+        self.operation = operation
+        self.api_key = api_key
+        self.overtaken: Operation | None = None  # set when another attempt took the operation over
+        # A unit without an operation holds a lock of its own, so the mutation statement's lock
+        # is one expression whoever runs it (nothing else ever asks for this one).
+        self.own_lock = secrets.token_hex(8)
+        self._transaction: Any = None
+
+    def begin(self) -> None:
+        self._transaction = transaction.atomic(durable=True)
+        self._transaction.__enter__()
+
+    def end(self, *, commit: bool) -> None:
+        if self._transaction is None:
+            return
+        if not commit:
+            transaction.set_rollback(True)
+        atomic, self._transaction = self._transaction, None
+        atomic.__exit__(None, None, None)
+
+    def fail(self, error: BaseException) -> None:
+        if self._transaction is not None:
+            atomic, self._transaction = self._transaction, None
+            atomic.__exit__(type(error), error, error.__traceback__)
 
     def commit_reservation(self) -> None:
-        """Commit what this attempt wrote so far (SPEC §4.5: the reservation commits before the
-        mutation); the attempt goes on in a new transaction, which must take the lock again
-        (``hold``, or the mutation statement itself: ``allocation.services.mutation_ctes``)."""
-        connection.commit()
+        """Commit what this unit wrote so far (SPEC §4.5: the reservation commits before the
+        mutation); the unit goes on in a new transaction, whose mutation statement takes the
+        unit's lock again (``lock_params``; or ``hold`` for a command that writes by the ORM)."""
+        self.end(commit=True)
+        self.begin()
 
     def hold(self) -> None:
-        """Take this attempt's lock again in its new transaction; raises ``AttemptOvertaken`` when
-        another attempt holds or has settled the operation."""
+        """Take this unit's lock again in its new transaction; raises ``UnitOvertaken`` when
+        another attempt holds or has settled the operation. A unit without an operation has
+        nobody to be overtaken by."""
+        if self.operation is None:
+            return
         locked, current = relock(self.operation)
         if not locked or current.state == OperationState.COMPLETED:
             self.overtaken = current
-            raise AttemptOvertaken(current)
+            raise UnitOvertaken(current)
 
     def lock_params(self) -> dict[str, Any]:
+        """The unit's liveness lock, as the mutation statement takes it (``LOCK_KEY``)."""
+        if self.operation is None:
+            return {"lock_member": 0, "lock_key": self.own_lock}
         return {"lock_member": self.operation.member_id, "lock_key": self.operation.key}
-
-
-NO_LOCK = {"lock_member": None, "lock_key": None}
 
 
 def in_progress() -> errors.IdempotencyInProgress:
@@ -125,56 +168,83 @@ def check_idempotency_key(key: str) -> None:
                              fields={"Idempotency-Key": [f"1 to {MAX_KEY_LENGTH} printable characters."]})
 
 
-def run_attempt(
-    *, raw_key: str, idempotency_key: str, method: str, path: str, body: Any, work: Callable[[Attempt], Answer]
-) -> tuple[ApiKey | None, Answer | None]:
-    """Run ``work`` as an attempt at the caller's operation; ``(key, answer)``.
+def run_unit(work: Callable[[UnitOfWork], Answer], *,
+             idempotent: Idempotent | None = None) -> tuple[ApiKey | None, Answer | None]:
+    """Run ``work`` as one unit of work; ``(key, answer)``.
 
-    ``(None, None)`` when ``raw_key`` is not a valid key (nothing was written: the front
-    answers 401). Raises the refusals of the tuple (``idempotency_key_reused``,
-    ``idempotency_binding_mismatch``) and ``idempotency_in_progress``, each with nothing
+    Without ``idempotent`` the key is the front's business (None here) and the answer is the
+    work's. With it, ``(None, None)`` when its API key is not valid (nothing was written: the
+    front answers 401); the refusals of the tuple (``idempotency_key_reused``,
+    ``idempotency_binding_mismatch``) and ``idempotency_in_progress`` are raised with nothing
     written. A 5xx answer (the work crashed) commits nothing, so a retry runs again; a
     transient answer (SPEC §7.1) leaves the operation retryable; any other completes it.
     """
-    check_idempotency_key(idempotency_key)
-    fingerprint = request_fingerprint(method, path, body)
-    connection.ensure_connection()
-    connection.set_autocommit(False)
+    fingerprint = None
+    if idempotent is not None:
+        check_idempotency_key(idempotent.key)
+        fingerprint = request_fingerprint(idempotent.method, idempotent.path, idempotent.body)
+    unit = UnitOfWork()
+    unit.begin()
     try:
-        api_key, touch = touch_first(raw_key=raw_key, idempotency_key=idempotency_key, method=method, path=path,
-                                     fingerprint=fingerprint)
-        if touch is None:
-            connection.rollback()
-            return None, None
-        if not touch.locked:
-            raise in_progress()
-        operation = touch.operation or Operation.objects.get(
-            space_id=api_key.space_id, member_id=api_key.member_id, key=idempotency_key)  # committed after the touch read
-        if not touch.created:
-            check_tuple(operation, api_key=api_key, idempotency_key=idempotency_key, fingerprint=fingerprint)
-            if operation.state == OperationState.COMPLETED:
-                answer = replay(operation)
-                connection.commit()
-                return api_key, answer
-        attempt = Attempt(api_key, operation)
+        api_key = None
+        if idempotent is not None:
+            api_key, touch = touch_first(raw_key=idempotent.raw_key, idempotency_key=idempotent.key,
+                                         method=idempotent.method, path=idempotent.path, fingerprint=fingerprint)
+            if touch is None:
+                unit.end(commit=False)
+                return None, None
+            if not touch.locked:
+                raise in_progress()
+            operation = touch.operation or Operation.objects.get(
+                space_id=api_key.space_id, member_id=api_key.member_id, key=idempotent.key)  # committed after the touch read
+            if not touch.created:
+                check_tuple(operation, api_key=api_key, idempotency_key=idempotent.key, fingerprint=fingerprint)
+                if operation.state == OperationState.COMPLETED:
+                    answer = replay(operation)
+                    unit.end(commit=True)
+                    return api_key, answer
+            unit.operation, unit.api_key = operation, api_key
         try:
-            answer = work(attempt)
-        except AttemptOvertaken:
-            pass  # a front that lets it through (MCP); REST renders it, and the attempt says so
-        if attempt.overtaken is not None:
-            connection.rollback()
-            if attempt.overtaken.state == OperationState.COMPLETED:
-                return api_key, Answer.stored(attempt.overtaken)  # no reissue: this attempt holds no lock now
+            answer = work(unit)
+        except UnitOvertaken:
+            answer = None  # a front that lets it through (MCP); REST renders it, and the unit says so
+        if unit.overtaken is not None:
+            unit.end(commit=False)
+            if unit.overtaken.state == OperationState.COMPLETED:
+                return api_key, Answer.stored(unit.overtaken)  # no reissue: this unit holds no lock now
             raise in_progress()
-        if answer.status >= 500:
-            connection.rollback()  # the work crashed: nothing of it stays, a retry runs again
+        if answer.status >= 500 or connection.needs_rollback:
+            unit.end(commit=False)  # the work crashed: nothing of it stays, a retry runs again
             return api_key, answer
-        settle_operation(operation=operation, status=answer.status, body=without_secret(answer.body, answer.secret),
-                         headers=answer.headers, secret=answer.secret.as_stored() if answer.secret else None)
-        connection.commit()
+        if unit.operation is not None:
+            settle_operation(operation=unit.operation, status=answer.status,
+                             body=without_secret(answer.body, answer.secret), headers=answer.headers,
+                             secret=answer.secret.as_stored() if answer.secret else None)
+        unit.end(commit=True)
         return api_key, answer
-    except BaseException:
-        connection.rollback()
+    except BaseException as error:
+        unit.fail(error)
         raise
-    finally:
-        connection.set_autocommit(True)
+
+
+def in_unit(command: Callable[..., Any], /, **arguments: Any) -> Any:
+    """``command(unit=…, **arguments)`` as one unit of work of its own, for callers that are not a
+    request (management commands, scripts, the suite): what it returns, or the refusal it raises.
+    A refusal ends the unit as it does a request's: what the command wrote before refusing (a
+    dropped reservation, a counted conflict) commits with it."""
+    result: Any = None
+    refusal: DomainError | None = None
+
+    def work(unit: UnitOfWork) -> Answer:
+        nonlocal result, refusal
+        try:
+            result = command(unit=unit, **arguments)
+        except DomainError as error:
+            refusal = error
+            return Answer(error.http_status, error.as_body())
+        return Answer(200, None)
+
+    run_unit(work)
+    if refusal is not None:
+        raise refusal
+    return result

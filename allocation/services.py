@@ -328,12 +328,12 @@ def mutation_ctes() -> tuple[str, str]:
     a row only if it was still the intent's (so nothing is created by an intent whose reservation
     lapsed and was taken over) and the key is not occupied, and ``occupied`` inserts the occupancy for the task that the
     ``created`` CTE yields (its ``id``). Parameters: reservation, space, kind, target,
-    delivery_mode, now, and the attempt's ``lock_params()`` (``runner.NO_LOCK`` outside one).
+    delivery_mode, now, and the unit's ``lock_params()`` (``allocation.runner.UnitOfWork``).
     Column lists come from the models, so a new column cannot be missed.
     """
     quote = connection.ops.quote_name
-    # Under an idempotent attempt the same statement takes the attempt's lock again (its new
-    # transaction's first write); lock_member and lock_key are None outside one.
+    # The same statement takes the unit's liveness lock again (its new transaction's first
+    # write): a unit whose operation another attempt took over in between writes nothing.
     lock = LOCK_KEY.format(member="%(lock_member)s", key="%(lock_key)s")
     # The reserve statement read occupancy in its snapshot but checked the reservation's unique
     # key against what committed since: an intent whose rival created the task and dropped its
@@ -343,7 +343,7 @@ def mutation_ctes() -> tuple[str, str]:
     occupied_now = (f"SELECT 1 FROM {quote(Occupancy._meta.db_table)} WHERE space_id = %(space)s "
                     "AND kind = %(kind)s AND target = %(target)s AND delivery_mode = %(delivery_mode)s")
     taken = (f"dropped AS (DELETE FROM {quote(Reservation._meta.db_table)} WHERE id = %(reservation)s "
-             f"AND (%(lock_key)s::text IS NULL OR pg_try_advisory_xact_lock({lock})) RETURNING id), "
+             f"AND pg_try_advisory_xact_lock({lock}) RETURNING id), "
              f"taken AS (SELECT id FROM dropped WHERE NOT EXISTS ({occupied_now}))")
     values = {"space": "%(space)s", "kind": "%(kind)s", "target": "%(target)s", "delivery_mode": "%(delivery_mode)s",
               "task": "created.id", "note": "NULL", "created_at": "%(now)s"}

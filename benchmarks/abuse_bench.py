@@ -69,12 +69,13 @@ def main() -> None:
     ensure_wrk()
     url = fresh_database()
     from spaces import services
+    from allocation.runner import in_unit
     from tasks.services import create_task
 
     space = services.create_space(slug="abuse", name="abuse")
     member = services.add_member(space=space, role="writer", name="victim")
     key = services.issue_key(member=member)[1]
-    create_task(space=space, actor=member, title="the task the victim reads")
+    in_unit(create_task, space=space, actor=member, title="the task the victim reads")
     bad_keys = [f"sk_bad{i:06d}_{'0' * 32}" for i in range(16)]
     with gunicorn(url, workers=WORKERS) as base:
         port = int(base.rsplit(":", 1)[1])

@@ -34,13 +34,14 @@ def main() -> None:
     args = parser.parse_args()
     url = fresh_database()
     from spaces import services
+    from allocation.runner import in_unit
     from tasks.services import create_task
 
     space = services.create_space(slug="bench", name="Bench")
     member = services.add_member(space=space, role="writer", name="agent")
     key = services.issue_key(member=member)[1]
     for number in range(args.calls * 2):
-        create_task(space=space, actor=member, title=f"task {number}")
+        in_unit(create_task, space=space, actor=member, title=f"task {number}")
     spaces = str(Path(sys.executable).parent / "spaces")
     with gunicorn(url) as base:
         env = {**os.environ, "SPACES_URL": f"{base}/v1/spaces/bench", "SPACES_KEY": key}

@@ -69,7 +69,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "spaces.browser_middleware.AdminContentSecurityPolicyMiddleware",
     "spaces.browser_middleware.AdminLoginThrottleMiddleware",
-    "allocation.middleware.IdempotencyMiddleware",
+    "allocation.middleware.UnitOfWorkMiddleware",
 ]
 
 ROOT_URLCONF = "settings.urls"

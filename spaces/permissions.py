@@ -4,7 +4,15 @@ from __future__ import annotations
 from rest_framework import permissions
 
 from spaces import errors
-from spaces.models import ROLE_RANK, ApiKey, Role
+from spaces.models import ROLE_RANK, ApiKey, Member, Role
+
+
+def role_refusal(member: Member, required: str) -> errors.DomainError | None:
+    """Why ``member`` may not do what needs role ``required``; None if it may. The one role
+    check: routes (``IsMember``) and commands (``tasks.commands``) both ask it."""
+    if ROLE_RANK[member.role] < ROLE_RANK[required]:
+        return errors.Forbidden(f"This action needs the {required} role; your key is a {member.role}.")
+    return None
 
 
 def refusal(api_key: ApiKey, *, slug: str | None, required: str) -> errors.DomainError | None:
@@ -15,10 +23,7 @@ def refusal(api_key: ApiKey, *, slug: str | None, required: str) -> errors.Domai
     """
     if slug is not None and slug != api_key.space.slug:
         return errors.NotFound("No such space.")
-    role = api_key.member.role
-    if ROLE_RANK[role] < ROLE_RANK[required]:
-        return errors.Forbidden(f"This action needs the {required} role; your key is a {role}.")
-    return None
+    return role_refusal(api_key.member, required)
 
 
 class IsMember(permissions.BasePermission):

@@ -18,7 +18,8 @@ from django.utils.html import format_html_join
 from allocation import services as allocation
 from common.refusals import DomainError
 from spaces.services import steward_for_admin_user
-from tasks import errors, graph, stewardship
+from allocation.runner import in_unit
+from tasks import commands, graph
 from tasks.filters import blocked, ready_condition, text_query
 from tasks.models import (
     LIVE_STATUSES,
@@ -223,6 +224,12 @@ class TaskAdmin(admin.ModelAdmin):
     def actor(self, request, task: Task):
         return steward_for_admin_user(space=task.space, username=request.user.get_username())
 
+    def command(self, request, task: Task, command, **arguments) -> None:
+        """An action on one task is the API's command, run in a unit of work of its own under the
+        staff user's steward member (same lookups, refusals and history as the API)."""
+        actor = self.actor(request, task)
+        in_unit(lambda unit: command(actor, unit=unit, **arguments))
+
     def run(self, request, queryset, verb: str, action) -> None:
         done = 0
         for task in queryset.select_related("space"):
@@ -241,11 +248,8 @@ class TaskAdmin(admin.ModelAdmin):
             number = form.cleaned_data["surviving_task"]
 
             def supersede_one(task: Task) -> None:
-                survivor = Task.objects.filter(space=task.space, number=number).first()
-                if survivor is None:
-                    raise errors.SurvivorInvalid(f"No task {number} in space {task.space.slug}.")
-                stewardship.supersede_task(task=task, survivor=survivor, actor=self.actor(request, task),
-                                           reason=form.cleaned_data["reason"])
+                self.command(request, task, commands.supersede_task, number=task.number,
+                             data={"surviving_task": number, "reason": form.cleaned_data["reason"]})
 
             self.run(request, queryset, "Superseded", supersede_one)
             return None
@@ -256,13 +260,13 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.action(description="Withdraw", permissions=["change"])
     def withdraw(self, request, queryset) -> None:
-        self.run(request, queryset, "Withdrew",
-                 lambda task: stewardship.withdraw_task(task=task, actor=self.actor(request, task), reason="admin"))
+        self.run(request, queryset, "Withdrew", lambda task: self.command(
+            request, task, commands.withdraw_task, number=task.number, data={"reason": "admin"}))
 
     @admin.action(description="Reject (not to be done)", permissions=["change"])
     def reject(self, request, queryset) -> None:
-        self.run(request, queryset, "Rejected",
-                 lambda task: stewardship.reject_task(task=task, actor=self.actor(request, task), reason="admin"))
+        self.run(request, queryset, "Rejected", lambda task: self.command(
+            request, task, commands.reject_task, number=task.number, data={"reason": "admin"}))
 
     def has_hold_slot_permission(self, request) -> bool:
         return request.user.has_perm("allocation.add_slothold")
@@ -272,7 +276,7 @@ class TaskAdmin(admin.ModelAdmin):
         def hold(task: Task) -> None:
             if not task.work_item_id:
                 raise allocation.errors.InvalidWorkItemId(f"Task {task.number} is not bound to a catalog slot.")
-            stewardship.hold_slot(space=task.space, work_item_id=task.work_item_id, actor=self.actor(request, task),
-                                 reason=f"held from task {task.number}")
+            self.command(request, task, commands.hold_slot,
+                         data={"work_item_id": task.work_item_id, "reason": f"held from task {task.number}"})
 
         self.run(request, queryset, "Held the slot of", hold)

@@ -1,13 +1,11 @@
 """Task routes: list, create, window, one task, history, notes (SPEC §3.1, §4)."""
 from __future__ import annotations
 
-from django.db.models import Prefetch
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -17,17 +15,15 @@ from rest_framework.views import APIView
 from allocation import services as allocation_services
 from allocation.api import HoldSerializer
 from allocation.models import SlotHold
-from common.problems import translate
-from common.refusals import DomainError, NotFound
+from common.refusals import NotFound
 from spaces.api.pagination import IdCursorPagination
 from spaces.api.views import SpaceView
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret, reissuer
-from spaces.selectors import as_int, get_member
-from tasks import attempts, claims, exports, graph, selectors, services, stewardship, summary
-from tasks.errors import SurvivorInvalid
+from spaces.selectors import as_int
+from tasks import commands, exports, graph, selectors, summary
 from tasks.filters import filter_tasks
-from tasks.models import Attempt, Export, Notification
+from tasks.models import Export, Notification
 from tasks.serializers import (
     AssignSerializer,
     AttemptSerializer,
@@ -63,14 +59,9 @@ class SearchPagination(LimitOffsetPagination):
     max_limit = IdCursorPagination.max_page_size
 
 
-def attempt_of(request: Request):
-    """The idempotent attempt this request runs under (allocation.runner), if it sent an Idempotency-Key."""
-    return getattr(request._request, "idempotency_attempt", None)
-
-
 class TaskListView(SpaceView):
     serializer_class = TaskSerializer
-    required_roles = {"POST": Role.WRITER}
+    required_roles = {"POST": commands.create_task.role}
 
     @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
@@ -78,13 +69,9 @@ class TaskListView(SpaceView):
         return self.paginate(tasks, TaskSerializer, SearchPagination if searching else NumberCursorPagination,
                              prepare=graph.attach)
 
-    @extend_schema(request=TaskCreateSerializer)
+    @extend_schema(request=TaskCreateSerializer, responses={201: TaskSerializer})
     def post(self, request: Request, slug: str) -> Response:
-        data = self.validated(TaskCreateSerializer)
-        # The space came with the API key in this request, catalog version included.
-        task = services.create_task(space=self.space, actor=self.member, attempt=attempt_of(request),
-                                    catalog_version=self.space.catalog_version, **data)
-        return Response(TaskSerializer(task).data, status=status.HTTP_201_CREATED)
+        return self.run(commands.create_task)
 
 
 class SummaryView(SpaceView):
@@ -97,70 +84,43 @@ class SummaryView(SpaceView):
 
 class TaskWindowView(SpaceView):
     serializer_class = WindowSerializer
-    required_roles = {"POST": Role.WRITER}
+    required_roles = {"POST": commands.create_tasks.role}
 
     def post(self, request: Request, slug: str) -> Response:
-        proposals = self.validated(WindowSerializer)["proposals"]
-        return Response({"results": run_window(space=self.space, actor=self.member, proposals=proposals,
-                                               attempt=attempt_of(request),
-                                               catalog_version=self.space.catalog_version)})
-
-
-def run_window(*, space, actor, proposals: list, attempt=None, catalog_version: int | None = None) -> list[dict]:
-    """SPEC §4.7 for any front: validate each proposal, create the valid ones in array order,
-    answer each exactly as a single create would have."""
-    results = []
-    valid: list[tuple[int, dict]] = []
-    for index, raw in enumerate(proposals):
-        serializer = TaskCreateSerializer(data=raw)
-        if serializer.is_valid():
-            valid.append((index, serializer.validated_data))
-        else:
-            error = translate(ValidationError(serializer.errors))
-            results.append({"index": index, "status": error.http_status, "body": error.as_body()})
-    outcomes = services.create_tasks_window(space=space, actor=actor, proposals=[p for _, p in valid],
-                                            attempt=attempt, catalog_version=catalog_version)
-    for (index, _), outcome in zip(valid, outcomes):
-        body = TaskSerializer(outcome.task).data if outcome.task else outcome.error.as_body()
-        results.append({"index": index, "status": outcome.status, "body": body})
-    return sorted(results, key=lambda r: r["index"])
+        return self.run(commands.create_tasks)
 
 
 class TaskDetailView(SpaceView):
     serializer_class = TaskDetailSerializer
-    required_roles = {"PATCH": Role.WRITER}  # the creator or a steward: the service checks who
+    required_roles = {"PATCH": commands.update_task.role}  # the creator or a steward: the service checks who
 
     def get(self, request: Request, slug: str, number: str) -> Response:
-        return Response(TaskDetailSerializer(task_with_work(self.space, number)).data)
+        return self.run(commands.get_task, number=number)
 
     @extend_schema(request=TaskUpdateSerializer, responses=TaskSerializer)
     def patch(self, request: Request, slug: str, number: str) -> Response:
-        task = selectors.get_task(space=self.space, number=number)
-        task = services.update_task(task=task, actor=self.member, **self.validated(TaskUpdateSerializer))
-        return Response(TaskSerializer(task).data)
+        return self.run(commands.update_task, number=number)
 
 
 class BlockerListView(SpaceView):
     """``POST …/tasks/{n}/blockers {"task": m}``: task n waits on task m (SPEC §13)."""
 
     serializer_class = TaskSerializer
-    required_roles = {"POST": Role.WRITER}
+    required_roles = {"POST": commands.add_blocker.role}
 
     @extend_schema(request=BlockerSerializer, responses={200: TaskSerializer, 201: TaskSerializer})
     def post(self, request: Request, slug: str, number: str) -> Response:
-        blocker = self.validated(BlockerSerializer)["task"]
-        task, added = graph.add_blocker(space=self.space, number=number, blocker_number=blocker, actor=self.member)
-        return Response(TaskSerializer(task).data, status=status.HTTP_201_CREATED if added else status.HTTP_200_OK)
+        return self.run(commands.add_blocker, number=number)
 
 
 class BlockerDetailView(SpaceView):
     serializer_class = TaskSerializer
-    required_roles = {"DELETE": Role.WRITER}
+    required_roles = {"DELETE": commands.remove_blocker.role}
 
     @extend_schema(request=None, responses={204: None})
     def delete(self, request: Request, slug: str, number: str, blocker: str) -> Response:
-        graph.remove_blocker(space=self.space, number=number, blocker_number=blocker, actor=self.member)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        self.run(commands.remove_blocker, number=number, blocker=blocker)
+        return Response(status=status.HTTP_204_NO_CONTENT)  # SPEC §13: a DELETE answers no body
 
 
 class TaskHistoryView(SpaceView):
@@ -173,123 +133,68 @@ class TaskHistoryView(SpaceView):
 
 class TaskNotesView(SpaceView):
     serializer_class = NoteSerializer
-    required_roles = {"POST": Role.WRITER}
+    required_roles = {"POST": commands.add_note.role}
 
     def get(self, request: Request, slug: str, number: str) -> Response:
         task = selectors.get_task(space=self.space, number=number)
         return self.paginate(task.notes.select_related("author"), NoteSerializer)
 
-    @extend_schema(request=NoteCreateSerializer)
+    @extend_schema(request=NoteCreateSerializer, responses={201: NoteSerializer})
     def post(self, request: Request, slug: str, number: str) -> Response:
-        task = selectors.get_task(space=self.space, number=number)
-        data = self.validated(NoteCreateSerializer)
-        note = services.add_note(task=task, actor=self.member, attempt=attempt_of(request), **data)
-        return Response(NoteSerializer(note).data, status=status.HTTP_201_CREATED)
-
-
-def task_with_work(space, number):
-    task = selectors.get_task(space=space, number=number)
-    attempts = Attempt.objects.select_related("member").prefetch_related("checks__member")
-    return (
-        type(task).objects.select_related("creator", "superseded_by")
-        .prefetch_related("claims__member", Prefetch("attempts", queryset=attempts))
-        .get(pk=task.pk)
-    )
+        return self.run(commands.add_note, number=number)
 
 
 class NextView(SpaceView):
-    """``POST …/next``: claim the lowest open task, a given one (``number``, ``join``), or an attempt to check."""
+    """``POST …/next``: claim the most urgent ready task, a given one (``number``, ``join``), or an attempt to check."""
 
     serializer_class = NextSerializer
-    required_roles = {"POST": Role.WRITER}
+    required_roles = {"POST": commands.next_task.role}
 
-    @extend_schema(request=NextSerializer)
+    @extend_schema(request=NextSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, slug: str) -> Response:
-        data = self.validated(NextSerializer)
-        if data["kind"] == "check":
-            offered = attempts.offer_check(space=self.space, member=self.member)
-            if offered is None:
-                return Response({"task": None, "attempt": None})
-            task, attempt = offered
-            return Response({"task": TaskSerializer(task).data, "attempt": AttemptSerializer(attempt).data})
-        if "number" in data:
-            task, claim = claims.claim_task(space=self.space, member=self.member, number=data["number"],
-                                            join=data["join"])
-            task.refresh_from_db()
-            return Response(claimed_body((task, claim)))
-        return Response(claimed_body(claims.claim_next_task(space=self.space, member=self.member,
-                                                            labels=data["labels"])))
-
-
-def claimed_body(claimed) -> dict:
-    """What ``next`` answers for a claim (task and claim), or for nothing to claim."""
-    if claimed is None:
-        return {"task": None}
-    task, claim = claimed
-    return {"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data}
+        return self.run(commands.next_task)
 
 
 class GiveBackView(SpaceView):
     serializer_class = ClaimSerializer
-    required_roles = {"POST": Role.WRITER}
+    required_roles = {"POST": commands.give_back.role}
 
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, slug: str, number: str) -> Response:
-        task = selectors.get_task(space=self.space, number=number)
-        claim = claims.give_back(task=task, member=self.member)
-        task.refresh_from_db()
-        return Response({"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data})
+        return self.run(commands.give_back, number=number)
 
 
 class AssignView(SpaceView):
     serializer_class = ClaimSerializer
-    required_roles = {"POST": Role.STEWARD}
+    required_roles = {"POST": commands.assign_task.role}
 
-    @extend_schema(request=AssignSerializer)
+    @extend_schema(request=AssignSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, slug: str, number: str) -> Response:
-        task = selectors.get_task(space=self.space, number=number)
-        member = get_member(space=self.space, member_id=self.validated(AssignSerializer)["member"])
-        claim = claims.assign_task(task=task, member=member, actor=self.member)
-        task.refresh_from_db()
-        return Response({"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data})
+        return self.run(commands.assign_task, number=number)
 
 
 class DoneView(SpaceView):
     serializer_class = AttemptSerializer
-    required_roles = {"POST": Role.WRITER}
+    required_roles = {"POST": commands.mark_done.role}
 
-    @extend_schema(request=DoneSerializer)
+    @extend_schema(request=DoneSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str, number: str) -> Response:
-        task = selectors.get_task(space=self.space, number=number)
-        data = self.validated(DoneSerializer)
-        attempt = attempts.mark_done(task=task, member=self.member, post_id=data["post"])
-        task.refresh_from_db()
-        return Response({"task": TaskSerializer(task).data, "attempt": AttemptSerializer(attempt).data},
-                        status=status.HTTP_201_CREATED)
+        return self.run(commands.mark_done, number=number)
 
 
 class CheckView(SpaceView):
     serializer_class = AttemptSerializer
-    required_roles = {"POST": Role.WRITER}
-    verdict = "confirm"
+    required_roles = {"POST": commands.confirm_attempt.role}
+    command = commands.confirm_attempt
 
-    @extend_schema(request=RejectSerializer)
+    @extend_schema(request=RejectSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, slug: str, number: str, attempt: str) -> Response:
-        task = selectors.get_task(space=self.space, number=number)
-        if self.verdict == "confirm":
-            result = attempts.confirm_attempt(task=task, number=attempt, member=self.member)
-            reopened = None
-        else:
-            reason = self.validated(RejectSerializer)["reason"]
-            result, reopened = attempts.reject_attempt(task=task, number=attempt, member=self.member, reason=reason)
-        task.refresh_from_db()
-        body = {"task": TaskSerializer(task).data, "attempt": AttemptSerializer(result).data}
-        if reopened:
-            body["reopened"] = reopened
-        return Response(body)
+        return self.run(self.command, number=number, attempt=attempt)
 
 
 class RejectView(CheckView):
-    verdict = "reject"
+    required_roles = {"POST": commands.reject_attempt.role}
+    command = commands.reject_attempt
 
 
 class NotificationListView(SpaceView):
@@ -316,40 +221,29 @@ class NotificationReadView(SpaceView):
 
 class SupersedeView(SpaceView):
     serializer_class = TaskSerializer
-    required_roles = {"POST": Role.STEWARD}
+    required_roles = {"POST": commands.supersede_task.role}
 
     @extend_schema(request=SupersedeSerializer)
     def post(self, request: Request, slug: str, number: str) -> Response:
-        data = self.validated(SupersedeSerializer)
-        task = selectors.get_task(space=self.space, number=number)
-        try:
-            survivor = selectors.get_task(space=self.space, number=data["surviving_task"])
-        except DomainError:
-            raise SurvivorInvalid(f"No task {data['surviving_task']} in this space to survive.") from None
-        task = stewardship.supersede_task(task=task, survivor=survivor, actor=self.member, reason=data["reason"])
-        return Response(TaskSerializer(task).data)
+        return self.run(commands.supersede_task, number=number)
 
 
 class WithdrawView(SpaceView):
     serializer_class = TaskSerializer
-    required_roles = {"POST": Role.WRITER}  # the creator may withdraw; the service checks who
+    required_roles = {"POST": commands.withdraw_task.role}  # the creator may withdraw; the service checks who
 
     @extend_schema(request=CloseSerializer)
     def post(self, request: Request, slug: str, number: str) -> Response:
-        task = selectors.get_task(space=self.space, number=number)
-        task = stewardship.withdraw_task(task=task, actor=self.member, reason=self.validated(CloseSerializer)["reason"])
-        return Response(TaskSerializer(task).data)
+        return self.run(commands.withdraw_task, number=number)
 
 
 class RejectTaskView(SpaceView):
     serializer_class = TaskSerializer
-    required_roles = {"POST": Role.STEWARD}
+    required_roles = {"POST": commands.reject_task.role}
 
     @extend_schema(request=CloseSerializer)
     def post(self, request: Request, slug: str, number: str) -> Response:
-        task = selectors.get_task(space=self.space, number=number)
-        task = stewardship.reject_task(task=task, actor=self.member, reason=self.validated(CloseSerializer)["reason"])
-        return Response(TaskSerializer(task).data)
+        return self.run(commands.reject_task, number=number)
 
 
 class ExportListView(SpaceView):
@@ -432,22 +326,15 @@ class ExportRetryView(SpaceView):
 # --- Holds (SPEC §5.2): allocation keeps the hold, tasks the history it writes. ---
 
 
-def hold_body(hold) -> dict:
-    return {"work_item_id": hold.work_item_id, "reason": hold.reason, "held_by": hold.held_by_id,
-            "created_at": hold.created_at}
-
-
 class HoldListView(SpaceView):
     serializer_class = HoldSerializer
     required_roles = {"POST": Role.STEWARD}
 
     def get(self, request: Request, slug: str) -> Response:
-        return Response({"results": [hold_body(h) for h in SlotHold.objects.filter(space=self.space).order_by("pk")]})
+        return Response({"results": [commands.hold_body(h) for h in SlotHold.objects.filter(space=self.space).order_by("pk")]})
 
     def post(self, request: Request, slug: str) -> Response:
-        data = self.validated(HoldSerializer)
-        hold = stewardship.hold_slot(space=self.space, actor=self.member, **data)
-        return Response(hold_body(hold), status=status.HTTP_201_CREATED)
+        return self.run(commands.hold_slot)
 
 
 class HoldDetailView(SpaceView):

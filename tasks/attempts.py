@@ -63,8 +63,9 @@ def find_citable_post(space: Space, post_id: object) -> Post:
     return post
 
 
-def mark_done(*, task: Task, member: Member, post_id: object) -> Attempt:
-    """``POST …/done {"post"}``: a numbered attempt citing a post (SPEC §6.2)."""
+def mark_done(*, task: Task, member: Member, post_id: object) -> tuple[Task, Attempt]:
+    """``POST …/done {"post"}``: a numbered attempt citing a post (SPEC §6.2). Returns the task as
+    it is now and the attempt."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)
         check_task_live(task)
@@ -104,7 +105,7 @@ def mark_done(*, task: Task, member: Member, post_id: object) -> Attempt:
         else:
             recompute_status(task)
         attempt.refresh_from_db()
-        return attempt
+        return task, attempt
 
 
 def accept(*, task: Task, attempt: Attempt, actor: Member | None) -> None:
@@ -154,7 +155,8 @@ def check_may_check(task: Task, attempt: Attempt, member: Member, verdict: str) 
         raise errors.CheckExists(f"You already checked attempt {attempt.number}.")
 
 
-def confirm_attempt(*, task: Task, number: object, member: Member) -> Attempt:
+def confirm_attempt(*, task: Task, number: object, member: Member) -> tuple[Task, Attempt]:
+    """A confirmation; the task as it is now and the attempt."""
     with transaction.atomic():
         task, attempt = lock_attempt(task=task, number=number)
         check_may_check(task, attempt, member, Verdict.CONFIRM)
@@ -167,11 +169,13 @@ def confirm_attempt(*, task: Task, number: object, member: Member) -> Attempt:
         if confirmations >= required_confirmations(task, attempt):
             accept(task=task, attempt=attempt, actor=member)
         attempt.refresh_from_db()
-        return attempt
+        return task, attempt
 
 
-def reject_attempt(*, task: Task, number: object, member: Member, reason: str) -> tuple[Attempt, dict | None]:
-    """Set the attempt aside; returns it and, when no attempt waits any more, the reopening."""
+def reject_attempt(*, task: Task, number: object, member: Member,
+                   reason: str) -> tuple[Task, Attempt, dict | None]:
+    """Set the attempt aside; returns the task as it is now, the attempt and, when no attempt
+    waits any more, the reopening."""
     with transaction.atomic():
         task, attempt = lock_attempt(task=task, number=number)
         check_may_check(task, attempt, member, Verdict.REJECT)
@@ -188,7 +192,7 @@ def reject_attempt(*, task: Task, number: object, member: Member, reason: str) -
         else:
             recompute_status(task)
         attempt.refresh_from_db()
-        return attempt, reopened
+        return task, attempt, reopened
 
 
 def reopen(*, task: Task, rejected: Attempt, actor: Member) -> dict:

@@ -176,8 +176,9 @@ def claim_task(*, space: Space, member: Member, number: object, join: bool = Fal
         )
 
 
-def give_back(*, task: Task, member: Member) -> Claim:
-    """End the caller's own live claim; other keys holding the task keep theirs."""
+def give_back(*, task: Task, member: Member) -> tuple[Task, Claim]:
+    """End the caller's own live claim; other keys holding the task keep theirs. Returns the task
+    as it is now and the ended claim."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)
         check_task_usable(task)
@@ -188,11 +189,12 @@ def give_back(*, task: Task, member: Member) -> Claim:
         record_event(task=task, kind=EventKind.GIVEN_BACK, actor=member, claim=claim.pk, cycle=claim.cycle)
         recompute_status(task)
         claim.refresh_from_db()
-        return claim
+        return task, claim
 
 
-def assign_task(*, task: Task, member: Member, actor: Member) -> Claim:
-    """A steward's claim for ``member`` (status ``assigned``); same limits as a join."""
+def assign_task(*, task: Task, member: Member, actor: Member) -> tuple[Task, Claim]:
+    """A steward's claim for ``member`` (status ``assigned``); same limits as a join. Returns the
+    task as it is now and the claim."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)
         check_task_live(task)
@@ -200,10 +202,10 @@ def assign_task(*, task: Task, member: Member, actor: Member) -> Claim:
             raise errors.TaskNotOpen(f"Task {task.number} is in review: it takes no claims now.", task_status=task.status)
         mine = live_claims(task).filter(member=member).first()
         if mine is not None:
-            return mine
+            return task, mine
         if live_claims(task).count() >= task.space.max_claims_per_task:
             raise errors.ClaimLimit(max_claims_per_task=task.space.max_claims_per_task)
-        return open_claim(task=task, member=member, origin=ClaimOrigin.ASSIGNED, actor=actor)
+        return task, open_claim(task=task, member=member, origin=ClaimOrigin.ASSIGNED, actor=actor)
 
 
 def end_claims(claims, reason: str) -> int:

@@ -273,6 +273,7 @@ def task_ended(task: Task, *, actor: Member | None) -> None:
     waiting = dependents(task)
     Dependency.objects.filter(space_id=task.space_id, blocker=task).delete()
     Dependency.objects.filter(space_id=task.space_id, task=task).delete()
+    task.graph = ([], [])  # an ended task waits on nothing and blocks nothing
     still_blocked = set(Dependency.objects.filter(space_id=task.space_id, task__in=waiting)
                         .values_list("task_id", flat=True))
     for dependent in waiting:

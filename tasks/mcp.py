@@ -1,4 +1,4 @@
-"""The MCP front (SPEC §1, §10): agents' tools over the same services as the REST routes.
+"""The MCP front (SPEC §1, §10): agents' tools over the same commands as the REST routes (``tasks.commands``).
 
 Served at /mcp by django-mcp-server (stateless streamable HTTP from a synchronous Django
 view, so any server process answers), authenticated with the member's API key. A
@@ -13,52 +13,28 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp_server import MCPToolset
 from mcp_server.views import MCPServerStreamableHttpView
 from django.http import QueryDict
-from rest_framework.exceptions import ValidationError
+from rest_framework.utils.encoders import JSONEncoder
 
 from allocation import services as allocation
-from allocation.api import BindSerializer, HoldSerializer
-from allocation.runner import Answer, Attempt, run_attempt
-from common.problems import translate
-from common.refusals import DomainError, Forbidden, Unauthenticated
-from spaces import services as space_services
-from spaces.api.serializers import PostCreateSerializer
+from allocation.api import BindSerializer
+from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
+from common.refusals import DomainError, Unauthenticated
+from spaces import commands as space_commands
 from spaces.auth import ApiKeyAuthentication, bearer_token
-from spaces.models import ROLE_RANK, Role
-from spaces.permissions import IsMember
+from spaces.commands import Command, validated
+from spaces.models import Role
+from spaces.permissions import IsMember, role_refusal
 from spaces.reference import build_reference
-from tasks import attempts, claims, graph, selectors, services, stewardship
-from tasks.api import run_window
+from tasks import commands, graph
 from tasks.filters import filter_tasks
-from tasks.serializers import (
-    AttemptSerializer,
-    BlockerSerializer,
-    ClaimSerializer,
-    DoneSerializer,
-    NextSerializer,
-    NoteCreateSerializer,
-    RejectSerializer,
-    SupersedeSerializer,
-    TaskCreateSerializer,
-    TaskDetailSerializer,
-    TaskSerializer,
-    TaskUpdateSerializer,
-    WindowSerializer,
-)
-
-
-def valid(serializer_class, data: dict) -> dict:
-    """The tool's arguments through the same serializer the REST route uses: the same limits and
-    the same ``422 invalid_request`` with per-field details."""
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        raise translate(ValidationError(serializer.errors))
-    return dict(serializer.validated_data)
+from tasks.serializers import TaskSerializer
 
 
 def tool_answer(call) -> Answer:
-    """A tool's result as JSON, or its refusal, as the answer an operation stores."""
+    """A tool's result as JSON (or the answer it made), or its refusal, as the answer an operation stores."""
     try:
-        return Answer(200, json.loads(json.dumps(call(), default=str)))
+        result = call()
+        return result if isinstance(result, Answer) else Answer(200, json.loads(json.dumps(result, default=str)))
     except DomainError as error:
         return Answer(error.http_status, error.as_body())
 
@@ -66,35 +42,41 @@ def tool_answer(call) -> Answer:
 class SpacesTools(MCPToolset):
     def _member(self, role: str = Role.READER):
         member = self.request.user
-        if ROLE_RANK[member.role] < ROLE_RANK[role]:
-            raise Forbidden(f"This tool needs the {role} role; your key is a {member.role}.")
+        refused = role_refusal(member, role)
+        if refused is not None:
+            raise refused
         return member
 
-    attempt: Attempt | None = None
+    def _run(self, role: str, action) -> Any:
+        """A read that is not a command of its own (space_info, reference, bind_title, list_tasks,
+        notifications): the role check, then the action, its refusal as the REST problem body."""
+        answer = tool_answer(lambda: action(self._member(role)))
+        if answer.status >= 400:
+            raise ToolError(json.dumps(answer.body))
+        return answer.body
 
-    def _run(self, role: str, action, *, idempotency_key: str | None = None, tool: str = "", arguments=None) -> Any:
-        """Run a tool's service call; with ``idempotency_key`` it is an attempt at an operation, run by
-        the same runner as a keyed POST (SPEC §7.1): a retry answers with the first outcome instead
-        of doing the work twice. The action reads ``self.attempt`` where its service takes one."""
-        try:
-            member = self._member(role)
-        except DomainError as error:
-            raise ToolError(json.dumps(error.as_body())) from None
-        if not idempotency_key:
-            answer = tool_answer(lambda: action(member))
+    def _command(self, command: Command, *, data: Any = None, idempotency_key: str | None = None,
+                 **lookups: Any) -> Any:
+        """Run a command (``tasks.commands``) as its REST route does: a command that changes something
+        runs as one unit of work, by the same runner; with ``idempotency_key`` the unit is an attempt
+        at an operation (SPEC §7.1), so a retry answers with the first outcome instead of doing the
+        work twice. The answer is the command's reply body; a refusal, the REST problem body."""
+        def act(member, unit=None) -> Answer:
+            reply = command(member, unit=unit, data=data, **lookups)
+            return Answer(reply.status, json.loads(json.dumps(reply.body, cls=JSONEncoder)))
+
+        if not command.mutates:
+            answer = tool_answer(lambda: act(self.request.user))
         else:
-            def work(attempt: Attempt) -> Answer:
-                self.attempt = attempt
-                try:
-                    return tool_answer(lambda: action(attempt.api_key.member))
-                finally:
-                    self.attempt = None
+            def work(unit: UnitOfWork) -> Answer:
+                return tool_answer(lambda: act(unit.api_key.member if unit.api_key else self.request.user, unit))
 
+            idempotent = None if not idempotency_key else Idempotent(
+                raw_key=bearer_token(self.request.META.get("HTTP_AUTHORIZATION", "")) or "",
+                key=idempotency_key, method="MCP", path=f"/mcp/{command.name}",
+                body={"data": data, **lookups})
             try:
-                api_key, answer = run_attempt(
-                    raw_key=bearer_token(self.request.META.get("HTTP_AUTHORIZATION", "")) or "",
-                    idempotency_key=idempotency_key, method="MCP", path=f"/mcp/{tool}", body=arguments or {},
-                    work=work)
+                api_key, answer = run_unit(work, idempotent=idempotent)
             except DomainError as error:
                 raise ToolError(json.dumps(error.as_body())) from None
             if answer is None:
@@ -119,7 +101,8 @@ class SpacesTools(MCPToolset):
     def bind_title(self, title: str, work_item_id: str | None = None, delivery_mode: str = "result") -> dict:
         """Preview how a title binds to the catalog (scores as exact fractions) without creating anything."""
         data = {"title": title, "work_item_id": work_item_id, "delivery_mode": delivery_mode}
-        return self._run(Role.READER, lambda m: allocation.bind_title(space=m.space, **valid(BindSerializer, data)).as_dict())
+        return self._run(Role.READER, lambda m: allocation.bind_title(space=m.space,
+                                                                      **validated(BindSerializer, data)).as_dict())
 
     def create_task(self, title: str, body: str = "", delivery_mode: str = "result",
                     work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
@@ -128,21 +111,15 @@ class SpacesTools(MCPToolset):
         claim or join that task instead; on conflict_key_reserved retry after retry_after_ms with the same
         idempotency_key (a retry with it never creates a second task). `priority` 0 (most urgent) to 4,
         `labels` up to 10, `blocked_by` the numbers of tasks this one waits on."""
-        arguments = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
-                     "priority": priority, "labels": labels or [], "blocked_by": blocked_by or []}
-        return self._run(Role.WRITER, lambda m: TaskSerializer(services.create_task(
-            space=m.space, actor=m, attempt=self.attempt, **valid(TaskCreateSerializer, arguments))).data,
-            idempotency_key=idempotency_key, tool="create_task", arguments=arguments)
+        data = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
+                "priority": priority, "labels": labels or [], "blocked_by": blocked_by or []}
+        return self._command(commands.create_task, data=data, idempotency_key=idempotency_key)
 
     def create_tasks(self, proposals: list[dict], idempotency_key: str | None = None) -> dict:
         """Several create intents in one allocation window, in order: each proposal is {"title", "body"?,
         "delivery_mode"?, "work_item_id"?, "priority"?, "labels"?, "blocked_by"?} and gets the answer a single
         create_task would have given."""
-        def act(m):
-            checked = valid(WindowSerializer, {"proposals": proposals})["proposals"]
-            return {"results": run_window(space=m.space, actor=m, proposals=checked, attempt=self.attempt)}
-        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="create_tasks",
-                         arguments={"proposals": proposals})
+        return self._command(commands.create_tasks, data={"proposals": proposals}, idempotency_key=idempotency_key)
 
     def list_tasks(self, status: str = "", ready: bool | None = None, blocked: bool | None = None,
                    priority: int | None = None, labels: list[str] | None = None, q: str = "") -> dict:
@@ -165,102 +142,61 @@ class SpacesTools(MCPToolset):
     def update_task(self, number: int, priority: int | None = None, labels: list[str] | None = None,
                     idempotency_key: str | None = None) -> dict:
         """Change task `number`'s priority (0 most urgent to 4) or labels (the creator or a steward)."""
-        arguments = {k: v for k, v in {"priority": priority, "labels": labels}.items() if v is not None}
-        return self._run(Role.WRITER, lambda m: TaskSerializer(services.update_task(
-            task=selectors.get_task(space=m.space, number=number), actor=m,
-            **valid(TaskUpdateSerializer, arguments))).data,
-            idempotency_key=idempotency_key, tool="update_task", arguments={"number": number, **arguments})
+        data = {k: v for k, v in {"priority": priority, "labels": labels}.items() if v is not None}
+        return self._command(commands.update_task, data=data, number=number, idempotency_key=idempotency_key)
 
     def add_blocker(self, number: int, blocker: int, idempotency_key: str | None = None) -> dict:
         """Task `number` waits on task `blocker` (no `next` hands it out until that one ends). A blocker that
         would close a cycle is 422 dependency_cycle naming it."""
-        def act(m):
-            checked = valid(BlockerSerializer, {"task": blocker})["task"]
-            task, _ = graph.add_blocker(space=m.space, number=number, blocker_number=checked, actor=m)
-            return TaskSerializer(task).data
-        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="add_blocker",
-                         arguments={"number": number, "blocker": blocker})
+        return self._command(commands.add_blocker, data={"task": blocker}, number=number,
+                             idempotency_key=idempotency_key)
 
     def remove_blocker(self, number: int, blocker: int, idempotency_key: str | None = None) -> dict:
         """Task `number` no longer waits on task `blocker`."""
-        def act(m):
-            task = graph.remove_blocker(space=m.space, number=number, blocker_number=blocker, actor=m)
-            return TaskSerializer(task).data
-        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="remove_blocker",
-                         arguments={"number": number, "blocker": blocker})
+        return self._command(commands.remove_blocker, number=number, blocker=blocker,
+                             idempotency_key=idempotency_key)
 
     def get_task(self, number: int) -> dict:
         """One task with its live claims and its attempts with their checks."""
-        return self._run(Role.READER, lambda m: TaskDetailSerializer(selectors.get_task(space=m.space,
-                                                                                       number=number)).data)
+        return self._command(commands.get_task, number=number)
 
     def next_task(self, number: int | None = None, join: bool = False, kind: str = "task",
                   labels: list[str] | None = None, idempotency_key: str | None = None) -> dict:
         """Claim the most urgent ready task (lowest priority, then number; with `labels`, only tasks carrying
         all of them); or task `number` (`join`=true to hold it beside other keys, up to 3);
         or kind="check" for an attempt you may check. {"task": null} means nothing to do."""
-        def act(m):
-            data = valid(NextSerializer, {k: v for k, v in {"number": number, "join": join, "kind": kind,
-                                                            "labels": labels}.items() if v is not None})
-            number_, join_, kind_ = data.get("number"), data["join"], data["kind"]
-            if kind_ == "check":
-                offered = attempts.offer_check(space=m.space, member=m)
-                return {"task": None, "attempt": None} if offered is None else {
-                    "task": TaskSerializer(offered[0]).data, "attempt": AttemptSerializer(offered[1]).data}
-            if number_ is not None:
-                task, claim = claims.claim_task(space=m.space, member=m, number=number_, join=join_)
-            else:
-                claimed = claims.claim_next_task(space=m.space, member=m, labels=data["labels"])
-                if claimed is None:
-                    return {"task": None}
-                task, claim = claimed
-            return {"task": TaskSerializer(task).data, "claim": ClaimSerializer(claim).data}
-        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="next_task",
-                         arguments={"number": number, "join": join, "kind": kind, "labels": labels})
+        data = {k: v for k, v in {"number": number, "join": join, "kind": kind, "labels": labels}.items()
+                if v is not None}
+        return self._command(commands.next_task, data=data, idempotency_key=idempotency_key)
 
     def give_back(self, number: int, idempotency_key: str | None = None) -> dict:
         """End your own claim on task `number`; other keys holding it keep theirs."""
-        return self._run(Role.WRITER, lambda m: ClaimSerializer(claims.give_back(
-            task=selectors.get_task(space=m.space, number=number), member=m)).data,
-            idempotency_key=idempotency_key, tool="give_back", arguments={"number": number})
+        return self._command(commands.give_back, number=number, idempotency_key=idempotency_key)
 
     def create_post(self, body: str, title: str = "", idempotency_key: str | None = None) -> dict:
         """Write a post (a result to cite with mark_done)."""
-        return self._run(Role.WRITER, lambda m: {"id": space_services.create_post(
-            space=m.space, author=m, **valid(PostCreateSerializer, {"body": body, "title": title})).pk},
-            idempotency_key=idempotency_key,
-            tool="create_post", arguments={"body": body, "title": title})
+        return self._command(space_commands.create_post, data={"body": body, "title": title},
+                             idempotency_key=idempotency_key)
 
     def mark_done(self, number: int, post: int, idempotency_key: str | None = None) -> dict:
         """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle)."""
-        return self._run(Role.WRITER, lambda m: AttemptSerializer(attempts.mark_done(
-            task=selectors.get_task(space=m.space, number=number), member=m,
-            post_id=valid(DoneSerializer, {"post": post})["post"])).data,
-            idempotency_key=idempotency_key, tool="mark_done", arguments={"number": number, "post": post})
+        return self._command(commands.mark_done, data={"post": post}, number=number, idempotency_key=idempotency_key)
 
     def confirm_attempt(self, number: int, attempt: int, idempotency_key: str | None = None) -> dict:
         """Confirm attempt `attempt` of task `number` (not your own, not one citing your post)."""
-        return self._run(Role.WRITER, lambda m: AttemptSerializer(attempts.confirm_attempt(
-            task=selectors.get_task(space=m.space, number=number), number=attempt, member=m)).data,
-            idempotency_key=idempotency_key, tool="confirm_attempt", arguments={"number": number, "attempt": attempt})
+        return self._command(commands.confirm_attempt, number=number, attempt=attempt,
+                             idempotency_key=idempotency_key)
 
     def reject_attempt(self, number: int, attempt: int, reason: str = "", idempotency_key: str | None = None) -> dict:
         """Reject attempt `attempt` of task `number`; the task reopens when no attempt waits."""
-        def act(m):
-            checked = valid(RejectSerializer, {"reason": reason})["reason"]
-            result, reopened = attempts.reject_attempt(task=selectors.get_task(space=m.space, number=number),
-                                                       number=attempt, member=m, reason=checked)
-            return {"attempt": AttemptSerializer(result).data, "reopened": reopened}
-        return self._run(Role.WRITER, act, idempotency_key=idempotency_key, tool="reject_attempt",
-                         arguments={"number": number, "attempt": attempt, "reason": reason})
+        return self._command(commands.reject_attempt, data={"reason": reason}, number=number, attempt=attempt,
+                             idempotency_key=idempotency_key)
 
     def add_note(self, number: int, body: str, criterion: int | None = None,
                  idempotency_key: str | None = None) -> dict:
         """A review note on task `number`; the same note again is 409 naming the first one."""
-        return self._run(Role.WRITER, lambda m: {"id": services.add_note(
-            task=selectors.get_task(space=m.space, number=number), actor=m, attempt=self.attempt,
-            **valid(NoteCreateSerializer, {"body": body, "criterion": criterion})).pk}, idempotency_key=idempotency_key, tool="add_note",
-            arguments={"number": number, "body": body, "criterion": criterion})
+        return self._command(commands.add_note, data={"body": body, "criterion": criterion}, number=number,
+                             idempotency_key=idempotency_key)
 
     def notifications(self, unread_only: bool = True) -> dict:
         """Your notifications (task_attempt, attempt_accepted, attempt_rejected, task_reopened, ...)."""
@@ -275,22 +211,28 @@ class SpacesTools(MCPToolset):
     def supersede_task(self, number: int, surviving_task: int, reason: str = "allocation_duplicate",
                        idempotency_key: str | None = None) -> dict:
         """Steward: mark task `number` a leftover duplicate of `surviving_task`."""
-        def act(m):
-            data = valid(SupersedeSerializer, {"surviving_task": surviving_task, "reason": reason})
-            return TaskSerializer(stewardship.supersede_task(
-                task=selectors.get_task(space=m.space, number=number),
-                survivor=selectors.get_task(space=m.space, number=data["surviving_task"]), actor=m,
-                reason=data["reason"])).data
-        return self._run(Role.STEWARD, act,
-            idempotency_key=idempotency_key, tool="supersede_task",
-            arguments={"number": number, "surviving_task": surviving_task, "reason": reason})
+        return self._command(commands.supersede_task, data={"surviving_task": surviving_task, "reason": reason},
+                             number=number, idempotency_key=idempotency_key)
+
+    def assign_task(self, number: int, member: int, idempotency_key: str | None = None) -> dict:
+        """Steward: claim task `number` for member `member` (its status becomes assigned)."""
+        return self._command(commands.assign_task, data={"member": member}, number=number,
+                             idempotency_key=idempotency_key)
+
+    def withdraw_task(self, number: int, reason: str = "", idempotency_key: str | None = None) -> dict:
+        """Withdraw task `number` (its creator, or a steward): it ends and frees its conflict key."""
+        return self._command(commands.withdraw_task, data={"reason": reason}, number=number,
+                             idempotency_key=idempotency_key)
+
+    def reject_task(self, number: int, reason: str = "", idempotency_key: str | None = None) -> dict:
+        """Steward: reject task `number` (work nobody should do): it ends and frees its conflict key."""
+        return self._command(commands.reject_task, data={"reason": reason}, number=number,
+                             idempotency_key=idempotency_key)
 
     def hold_slot(self, work_item_id: str, reason: str = "", idempotency_key: str | None = None) -> dict:
         """Steward: hold a catalog slot so no new task takes it."""
-        return self._run(Role.STEWARD, lambda m: {"work_item_id": stewardship.hold_slot(
-            space=m.space, actor=m, **valid(HoldSerializer, {"work_item_id": work_item_id, "reason": reason})
-        ).work_item_id},
-            idempotency_key=idempotency_key, tool="hold_slot", arguments={"work_item_id": work_item_id, "reason": reason})
+        return self._command(commands.hold_slot, data={"work_item_id": work_item_id, "reason": reason},
+                             idempotency_key=idempotency_key)
 
 
 class MCPEndpoint(MCPServerStreamableHttpView):

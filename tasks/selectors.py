@@ -26,6 +26,21 @@ def list_tasks(*, space: Space, include_superseded: bool) -> QuerySet[Task]:
     return tasks
 
 
+def task_with_work(*, space: Space, number: object) -> Task:
+    """One task with its claims, and its attempts with their checks, loaded for its detail."""
+    from django.db.models import Prefetch
+
+    from tasks.models import Attempt
+
+    task = get_task(space=space, number=number)
+    attempts = Attempt.objects.select_related("member").prefetch_related("checks__member")
+    return (
+        Task.objects.select_related("creator", "superseded_by")
+        .prefetch_related("claims__member", Prefetch("attempts", queryset=attempts))
+        .get(pk=task.pk)
+    )
+
+
 # The occupying task a 409 names (number and status), for allocation's reserve statement,
 # which reads the occupancy row as ``o``.
 TASK_WINNER_SQL = "SELECT number, status FROM tasks_task WHERE id = o.task_id"

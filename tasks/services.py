@@ -8,7 +8,6 @@ constraint is the last word: one live task per conflict key, whatever the timing
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -19,7 +18,7 @@ from allocation import services as allocation
 from allocation.catalog_index import current_catalog_version
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode
-from allocation.runner import NO_LOCK, Attempt
+from allocation.runner import UnitOfWork
 from common.refusals import DomainError
 from common.sql import insert_select
 from spaces.models import Member, Role, Space
@@ -51,23 +50,21 @@ def create_task(
     priority: int = DEFAULT_PRIORITY,
     labels: list[str] | None = None,
     blocked_by: list[int] | None = None,
-    attempt: Attempt | None = None,
+    unit: UnitOfWork,
     catalog_version: int | None = None,
 ) -> Task:
     """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6.
 
-    Two transactions (SPEC §4.5): the reservation commits before the mutation. Under an
-    idempotent ``attempt`` the runner holds the transaction, and the mutation commits
-    with the operation's answer; otherwise each step commits on its own.
+    Two transactions of the caller's ``unit`` (SPEC §4.5): the reservation commits before the
+    mutation, which commits with the unit (and its operation's answer, if it has one).
     ``catalog_version`` is the space's catalog version as this request read it (the key
     lookup loads the space with it); without it the version is read here.
     """
     intent = reserve_task(space=space, actor=actor, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, priority=priority, labels=labels, blocked_by=blocked_by,
-                          attempt=attempt, catalog_version=catalog_version)
-    if attempt is not None:
-        attempt.commit_reservation()
-    return mutate_task(intent, attempt=attempt)
+                          unit=unit, catalog_version=catalog_version)
+    unit.commit_reservation()
+    return mutate_task(intent, unit=unit)
 
 
 def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_item_id: str | None,
@@ -97,52 +94,41 @@ def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
                  delivery_mode: str = DeliveryMode.RESULT, work_item_id: str | None = None,
                  priority: int = DEFAULT_PRIORITY, labels: list[str] | None = None,
                  blocked_by: list[int] | None = None,
-                 attempt: Attempt | None = None, catalog_version: int | None = None) -> CreateIntent:
+                 unit: UnitOfWork, catalog_version: int | None = None) -> CreateIntent:
     """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve. Blockers
     are looked up first: an unknown one is a 422 before anything is reserved."""
     blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
     task, key = bind_task(space=space, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, catalog_version=catalog_version, priority=priority,
                           labels=labels)
-    return reserve_bound(task, key, actor=actor, attempt=attempt, blocked_by=blockers)
+    return reserve_bound(task, key, actor=actor, unit=unit, blocked_by=blockers)
 
 
-def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, attempt: Attempt | None,
+def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, unit: UnitOfWork,
                   blocked_by: list[Task] = ()) -> CreateIntent:
     space = task.space
     task.creator = actor
     reservation = allocation.reserve(
         space=space, key=key, member=actor, payload_sha256=task.payload_sha256, work_item_id=task.work_item_id,
-        operation=attempt.operation if attempt else None, task_winner_sql=TASK_WINNER_SQL,
+        operation=unit.operation, task_winner_sql=TASK_WINNER_SQL,
     )
     task.received_seq = reservation.received_seq
     return CreateIntent(task, key, reservation, list(blocked_by))
 
 
-def mutate_task(intent: CreateIntent, *, attempt: Attempt | None = None) -> Task:
-    """The second transaction of a create: the task and its occupancy, or the 409 that applies."""
+def mutate_task(intent: CreateIntent, *, unit: UnitOfWork) -> Task:
+    """The second transaction of a create: the task and its occupancy, or the 409 that applies.
+
+    It runs in the unit's transaction, so the task, its edges and the answer commit together.
+    The occupancy constraint stays the last word: should it say no although the reservation
+    was ours (a row written around the allocator, see mutation_ctes), the statement's failure
+    ends the unit with nothing written, and its reservation lapses."""
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
-    try:
-        # With blockers the task and its edges commit together (inside an attempt they already do).
-        with transaction.atomic(savepoint=False) if intent.blocked_by else nullcontext():
-            created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, attempt=attempt)
-            if created and intent.blocked_by:
-                graph.add_on_create(task, intent.blocked_by, task.creator)
-    except IntegrityError:
-        # The occupancy constraint said no although the reservation was ours: a row written
-        # around the allocator (see mutation_ctes). It stays the last word. (Inside an
-        # attempt's transaction the statement's failure ends the attempt; its retry answers.)
-        allocation.release_reservation(reservation)
-        occupancy = allocation.find_occupancy(space, key)
-        if occupancy is not None:
-            raise allocation.occupied_error(occupancy, key) from None
-        raise
-    except BaseException:
-        allocation.release_reservation(reservation)  # no phantom reservation
-        raise
+    created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit)
+    if created and intent.blocked_by:
+        graph.add_on_create(task, intent.blocked_by, task.creator)
     if not created:
-        if attempt is not None:
-            attempt.hold()  # raises when another attempt of this operation took it over
+        unit.hold()  # raises when another attempt of this operation took it over
         # Our reservation lapsed and another intent took it over (the key is its, or still being
         # taken), or a rival occupied the key as we reserved it.
         occupancy = allocation.find_occupancy(space, key)
@@ -183,10 +169,10 @@ def insert_task_sql() -> str:
     )
 
 
-def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, attempt: Attempt | None = None) -> bool:
+def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, unit: UnitOfWork) -> bool:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
     False (nothing written) when the reservation was no longer this intent's, or another
-    attempt of the operation holds its lock."""
+    attempt of the unit's operation holds its lock."""
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
     with connection.cursor() as cursor:
@@ -197,7 +183,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, att
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
             "priority": task.priority, "labels": task.labels,
-            **(attempt.lock_params() if attempt else NO_LOCK),
+            **unit.lock_params(),
         })
         row = cursor.fetchone()
     if row is None:
@@ -219,14 +205,14 @@ class WindowResult:
 
 
 def create_tasks_window(
-    *, space: Space, actor: Member, proposals: list[dict], attempt: Attempt | None = None,
+    *, space: Space, actor: Member, proposals: list[dict], unit: UnitOfWork,
     catalog_version: int | None = None,
 ) -> list[WindowResult]:
     """SPEC §4.7: each proposal in array order, each answered as a single create would be.
 
     Every proposal is reserved first, in order, and the reservations commit together; then
-    the tasks are inserted in order in one transaction, which under an idempotent attempt is
-    the one that commits the window's answer, so a crash never leaves some of a window's
+    the tasks are inserted in order in the unit's next transaction, the one that commits the
+    window's answer (under an Idempotency-Key), so a crash never leaves some of a window's
     tasks without it. A proposal whose key an earlier proposal of the window takes is
     answered as a single create after that one would be: the earlier one's task, or its
     refusal.
@@ -243,16 +229,16 @@ def create_tasks_window(
                 outcomes.append(first_with_key[key])
                 continue
             first_with_key[key] = index
-            outcomes.append(reserve_bound(task, key, actor=actor, attempt=attempt, blocked_by=blockers))
+            outcomes.append(reserve_bound(task, key, actor=actor, unit=unit, blocked_by=blockers))
         except DomainError as error:
             outcomes.append(error)
-    if attempt is not None and any(isinstance(o, CreateIntent) for o in outcomes):
-        attempt.commit_reservation()
+    if any(isinstance(o, CreateIntent) for o in outcomes):
+        unit.commit_reservation()
     results: list[WindowResult] = []
     for index, outcome in enumerate(outcomes):
         if isinstance(outcome, CreateIntent):
             try:
-                results.append(WindowResult(index, 201, mutate_task(outcome, attempt=attempt), None))
+                results.append(WindowResult(index, 201, mutate_task(outcome, unit=unit), None))
             except DomainError as error:
                 results.append(WindowResult(index, error.http_status, None, error))
         elif isinstance(outcome, int):
@@ -268,7 +254,7 @@ def create_tasks_window(
 
 
 def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = None,
-             attempt: Attempt | None = None) -> Note:
+             unit: UnitOfWork) -> Note:
     """A review note; the same member, criterion and body again is a 409 (SPEC §4.8)."""
     check_task_usable(task)
     space = task.space
@@ -279,11 +265,10 @@ def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = No
         key=key,
         member=actor,
         payload_sha256=payload_sha256({"criterion": criterion, "body": body}),
-        operation=attempt.operation if attempt else None,
+        operation=unit.operation,
     )
-    if attempt is not None:
-        attempt.commit_reservation()
-        attempt.hold()
+    unit.commit_reservation()
+    unit.hold()
     try:
         with transaction.atomic():
             note = Note.objects.create(space=space, task=task, author=actor, criterion=criterion, body=body, target=target)

@@ -48,3 +48,11 @@ def member_with_key(space: Space, role: str, name: str | None = None) -> tuple[M
     member = MemberFactory(space=space, role=role, **({"name": name} if name else {}))
     _, raw = services.issue_key(member=member)
     return member, raw
+
+
+def create_task(**arguments):
+    """A task created as a request would create it: in a unit of work of its own."""
+    from allocation.runner import in_unit
+    from tasks import services as task_services
+
+    return in_unit(task_services.create_task, **arguments)

@@ -13,7 +13,7 @@ from allocation.services import reserve
 from spaces.models import ApiKey, CharterItem, Member
 from spaces.services import authenticate_key
 from tasks.models import Task
-from tasks.services import create_task
+from tests.factories import create_task
 
 
 @pytest.fixture

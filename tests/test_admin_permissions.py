@@ -9,7 +9,7 @@ from django.test import Client, RequestFactory
 
 from spaces.models import ApiKey
 from tasks.models import Task, TaskStatus
-from tasks.services import create_task
+from tests.factories import create_task
 
 
 def registered_actions() -> list[tuple[admin.ModelAdmin, str]]:

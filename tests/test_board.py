@@ -5,7 +5,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from tasks.services import create_task
+from tests.factories import create_task
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from tasks.models import Task
-from tasks.services import create_task
+from tests.factories import create_task
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 

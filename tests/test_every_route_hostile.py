@@ -54,7 +54,7 @@ def test_the_routes_are_all_found():
 
 
 def test_every_route_refuses_hostile_input_with_a_4xx_and_writes_nothing(steward, space):
-    from tasks.services import create_task
+    from tests.factories import create_task
 
     create_task(space=space, actor=steward.member, title="Retry policy")
     before = domain_rows()

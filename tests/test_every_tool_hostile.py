@@ -80,7 +80,7 @@ def test_every_tool_has_hostile_cases():
 
 
 def test_every_tool_refuses_hostile_arguments_and_writes_nothing():
-    from tasks.services import create_task
+    from tests.factories import create_task
 
     space = load_agent_lab()
     member, steward = member_with_key(space, "steward", "boss")

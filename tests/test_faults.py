@@ -29,10 +29,9 @@ from django.db import connection
 
 from allocation.models import Operation, OperationState, Reservation
 from spaces import services as space_services
-from tasks import services as task_services
 from tasks.models import Attempt, Claim, Task
 from tests.conftest import load_agent_lab
-from tests.factories import member_with_key
+from tests.factories import create_task, member_with_key
 from tests.live_server import gunicorn_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -150,7 +149,7 @@ def test_create_killed_inside_its_work_is_retried_at_once_and_creates_once(agent
 def test_next_killed_inside_its_work_is_retried_at_once_and_claims_once(agents):
     space, writer, key = agents
     for title in ("Retry policy", "Write the onboarding guide"):
-        task_services.create_task(space=space, actor=writer, title=title)
+        create_task(space=space, actor=writer, title=title)
     with gunicorn_process(workers=1) as (base, master):
         killed_inside_the_work(base, master, lock_sql="LOCK TABLE tasks_task IN SHARE MODE",
                                statement='UPDATE "tasks_task"', path=f"{S}/next", key=key, body={})
@@ -162,7 +161,7 @@ def test_next_killed_inside_its_work_is_retried_at_once_and_claims_once(agents):
 
 def test_done_killed_inside_its_work_is_retried_at_once_and_attempts_once(agents):
     space, writer, key = agents
-    task = task_services.create_task(space=space, actor=writer, title="Retry policy")
+    task = create_task(space=space, actor=writer, title="Retry policy")
     post = space_services.create_post(space=space, author=writer, body="the policy")
     with gunicorn_process(workers=1) as (base, master):
         killed_inside_the_work(base, master, lock_sql=f"SELECT 1 FROM tasks_task WHERE id = {task.pk} FOR UPDATE",
@@ -193,10 +192,10 @@ def test_an_answer_lost_after_the_work_committed_is_replayed_at_once(agents, rou
     if route == "create":
         path, body = f"{S}/tasks", {"title": "Retry policy"}
     elif route == "next":
-        task_services.create_task(space=space, actor=writer, title="Retry policy")
+        create_task(space=space, actor=writer, title="Retry policy")
         path, body = f"{S}/next", {}
     else:
-        task_services.create_task(space=space, actor=writer, title="Retry policy")
+        create_task(space=space, actor=writer, title="Retry policy")
         post = space_services.create_post(space=space, author=writer, body="the policy")
         path, body = f"{S}/tasks/1/done", {"post": post.pk}
     work = {"create": Task.objects.all(), "next": Claim.objects.all(), "done": Attempt.objects.all()}[route]

@@ -90,7 +90,7 @@ def test_create_space_refuses_a_slug_no_route_can_reach(transactional_db, slug):
 
 @pytest.mark.slow
 def test_a_chunked_body_is_read_and_limited(writer, space):
-    from tasks.services import create_task
+    from tests.factories import create_task
 
     for title in ("Retry policy", "Write the onboarding guide"):
         create_task(space=space, actor=writer.member, title=title)

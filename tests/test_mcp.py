@@ -8,7 +8,7 @@ import pytest
 
 from tasks.models import Task
 from tests.conftest import load_agent_lab
-from tests.factories import SpaceFactory, member_with_key
+from tests.factories import SpaceFactory, create_task, member_with_key
 from tests.live_server import gunicorn
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -58,9 +58,9 @@ def test_tools_flow_and_refusals():
         assert not e3 and json.loads(claimed)["task"]["id"] == 1
         post_id = json.loads(post)["id"]
         _, results = run(base, writer, [("mark_done", {"number": 1, "post": post_id})])
-        assert json.loads(results[0][1])["state"] == "waiting"
+        assert json.loads(results[0][1])["attempt"]["state"] == "waiting"  # {task, attempt}, as REST answers
         _, results = run(base, checker, [("confirm_attempt", {"number": 1, "attempt": 1})])
-        assert json.loads(results[0][1])["state"] == "accepted"
+        assert json.loads(results[0][1])["attempt"]["state"] == "accepted"
         _, results = run(base, writer, [("notifications", {})])
         assert [n["kind"] for n in json.loads(results[0][1])["notifications"]] == ["attempt_accepted"]
         _, results = run(base, stranger, [("list_tasks", {}), ("get_task", {"number": 1})])
@@ -90,13 +90,12 @@ def test_create_tasks_and_an_idempotent_retry():
 
 
 def test_every_mutating_tool_takes_an_idempotency_key_and_a_retry_replays():
-    from tasks import services
     from tasks.models import Claim
 
     space = load_agent_lab()
     member, writer = member_with_key(space, "writer", "agent-1")
-    services.create_task(space=space, actor=member, title="Retry policy")
-    services.create_task(space=space, actor=member, title="Write the onboarding guide")
+    create_task(space=space, actor=member, title="Retry policy")
+    create_task(space=space, actor=member, title="Write the onboarding guide")
     with gunicorn(workers=2) as base:
         tools, results = run(base, writer, [
             ("next_task", {"idempotency_key": "n-1"}),
@@ -119,12 +118,11 @@ def test_every_mutating_tool_takes_an_idempotency_key_and_a_retry_replays():
 
 def test_tools_validate_as_the_rest_routes_do_and_store_nothing_past_a_limit():
     from spaces.models import Post
-    from tasks import services
     from tasks.models import Note
 
     space = load_agent_lab()
     member, writer = member_with_key(space, "writer", "agent-1")
-    services.create_task(space=space, actor=member, title="Retry policy")
+    create_task(space=space, actor=member, title="Retry policy")
     with gunicorn(workers=1) as base:
         _, results = run(base, writer, [
             ("create_task", {"title": "x" * 501}),

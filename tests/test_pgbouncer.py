@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 
 from tasks.models import Claim, Task
-from tasks.services import create_task
+from tests.factories import create_task
 from tests.allocation.test_races import run_clients
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key

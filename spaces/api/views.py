@@ -10,7 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from spaces import errors, selectors, services
+from spaces import commands, errors, selectors, services
+from spaces.commands import Command
 from spaces.api import serializers as s
 from spaces.api.pagination import IdCursorPagination, PositionCursorPagination
 from spaces.catalog import normalize_work_item_id
@@ -38,6 +39,14 @@ class SpaceView(APIView):
         serializer = serializer_class(data=self.request.data if data is None else data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
+
+    def run(self, command: Command, **lookups) -> Response:
+        """A method that is a command (``spaces.commands``): the command does the rest, in the unit
+        of work the middleware opened for a mutating request, and its reply is sent as it is."""
+        unit = self.request._request.unit_of_work if command.mutates else None
+        data = self.request.data if command.input is not None else None
+        reply = command(self.member, unit=unit, data=data, **lookups)
+        return Response(reply.body, status=reply.status)
 
     def paginate(self, queryset, serializer_class, pagination_class=IdCursorPagination, prepare=None) -> Response:
         """One page; ``prepare`` loads what the page's rows show beyond their own columns, once
@@ -217,16 +226,14 @@ class CharterItemView(SpaceView):
 
 class PostListView(SpaceView):
     serializer_class = s.PostSerializer
-    required_roles = {"POST": WRITE}
+    required_roles = {"POST": commands.create_post.role}
 
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(selectors.visible_posts(space=self.space, viewer=self.member), s.PostSerializer)
 
-    @extend_schema(request=s.PostCreateSerializer)
+    @extend_schema(request=s.PostCreateSerializer, responses={201: s.PostSerializer})
     def post(self, request: Request, slug: str) -> Response:
-        data = self.validated(s.PostCreateSerializer)
-        post = services.create_post(space=self.space, author=self.member, **data)
-        return Response(s.PostSerializer(post).data, status=status.HTTP_201_CREATED)
+        return self.run(commands.create_post)
 
 
 class PostHideView(SpaceView):

@@ -9,7 +9,7 @@ from spaces.models import Space
 from tasks import services
 from tasks.models import EventKind, Task
 from tests.conftest import load_agent_lab
-from tests.factories import member_with_key
+from tests.factories import create_task, member_with_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_it_creates_the_task_its_occupancy_and_event_and_drops_the_reservation():
     space = load_agent_lab()
     member, _ = member_with_key(space, "writer")
-    first = services.create_task(space=space, actor=member, title="Retry policy")
-    second = services.create_task(space=space, actor=member, title="Write the onboarding guide")
+    first = create_task(space=space, actor=member, title="Retry policy")
+    second = create_task(space=space, actor=member, title="Write the onboarding guide")
     assert (first.number, second.number) == (1, 2)
     stored = Task.objects.get(pk=first.pk)
     assert stored.conflict_target == "task:agent-lab:retry policy" and stored.creator == member
@@ -33,7 +33,7 @@ def test_the_occupancy_constraint_decides_when_a_reservation_was_lost(monkeypatc
     """An intent whose reservation lapsed loses to the occupant: no task, no number, a 409 naming the winner."""
     space = load_agent_lab()
     member, _ = member_with_key(space, "writer")
-    winner = services.create_task(space=space, actor=member, title="Retry policy")
+    winner = create_task(space=space, actor=member, title="Retry policy")
     real_reserve = allocation.reserve
 
     def reserve_ignoring_occupancy(**kwargs):
@@ -47,7 +47,7 @@ def test_the_occupancy_constraint_decides_when_a_reservation_was_lost(monkeypatc
 
     monkeypatch.setattr(allocation, "reserve", reserve_ignoring_occupancy)
     with pytest.raises(allocation.errors.ConflictKeyOccupied) as refused:
-        services.create_task(space=space, actor=member, title="retry  POLICY")
+        create_task(space=space, actor=member, title="retry  POLICY")
     assert refused.value.extra["winner"] == {"type": "task", "id": winner.number, "status": "open"}
     assert Task.objects.count() == 1
     assert Space.objects.get(pk=space.pk).task_counter == 1  # the loser's number was rolled back
@@ -72,7 +72,7 @@ def test_reservations_write_no_wal_but_tasks_and_occupancy_do():
 def test_the_reservation_statement_takes_the_arrival_number_from_the_sequence():
     space = load_agent_lab()
     member, _ = member_with_key(space, "writer")
-    first = services.create_task(space=space, actor=member, title="Retry policy")
-    second = services.create_task(space=space, actor=member, title="Write the onboarding guide")
+    first = create_task(space=space, actor=member, title="Retry policy")
+    second = create_task(space=space, actor=member, title="Write the onboarding guide")
     assert 0 < first.received_seq < second.received_seq
     assert Task.objects.get(pk=second.pk).received_seq == second.received_seq

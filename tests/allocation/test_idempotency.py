@@ -183,11 +183,11 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
     from django.db import connections
 
     from allocation.first_touch import LOCK_KEY
-    from allocation.runner import Attempt
+    from allocation.runner import UnitOfWork
 
     other = connections.create_connection("default")  # the other attempt, on its own connection
     other.set_autocommit(False)
-    real_commit = Attempt.commit_reservation
+    real_commit = UnitOfWork.commit_reservation
 
     def commit_then_lose_the_lock(self):
         real_commit(self)
@@ -195,7 +195,7 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
             cursor.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY.format(member='%s', key='%s')})",
                            [self.operation.member_id, self.operation.key])
 
-    monkeypatch.setattr(Attempt, "commit_reservation", commit_then_lose_the_lock)
+    monkeypatch.setattr(UnitOfWork, "commit_reservation", commit_then_lose_the_lock)
     try:
         response = post(writer, "k1")
         assert response.status_code == 409 and response.json()["error"] == "idempotency_in_progress"
@@ -204,7 +204,7 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
     finally:
         other.rollback()
         other.close()
-    monkeypatch.setattr(Attempt, "commit_reservation", real_commit)
+    monkeypatch.setattr(UnitOfWork, "commit_reservation", real_commit)
     retried = post(writer, "k1")
     assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
 

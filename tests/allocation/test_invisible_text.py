@@ -43,7 +43,7 @@ def test_tab_and_newline_are_allowed(writer):
 def test_the_migration_rekeys_live_tasks_and_names_the_lowest_numbered_occupant(space, writer):
     from django.apps import apps
 
-    from tasks.services import create_task
+    from tests.factories import create_task
 
     first = create_task(space=space, actor=writer.member, title="Retry policy")
     second = create_task(space=space, actor=writer.member, title="Write the onboarding guide")

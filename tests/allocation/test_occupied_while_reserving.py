@@ -9,7 +9,6 @@ import pytest
 from django.db import connection
 
 from allocation.models import Occupancy, Reservation
-from allocation.runner import Attempt
 from tasks import services
 from tasks.models import Task
 
@@ -47,7 +46,6 @@ def test_a_key_occupied_while_reserving_is_a_409_naming_the_winner(writer, space
         return intent
 
     monkeypatch.setattr(services, "reserve_bound", reserve_then_lose)
-    monkeypatch.setattr(Attempt, "commit_reservation", lambda self: connection.commit())
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
     response = writer.api.post(f"{S}/tasks", {"title": "Benchmark harness for code-review agents"}, headers=headers)
     assert response.status_code == 409, response.content[:500]

@@ -106,20 +106,20 @@ CRASH_AFTER_RESERVE = """
 import os, sys, time
 import django
 django.setup()
-from allocation import services as allocation
+from allocation.runner import UnitOfWork
 from spaces.models import Member
-from tasks import services
+from tests.factories import create_task
 
-real_reserve = allocation.reserve
+real_commit = UnitOfWork.commit_reservation
 
-def reserve_then_hang(**kwargs):
-    reservation = real_reserve(**kwargs)
-    print("reserved", reservation.pk, flush=True)
+def commit_reservation_then_hang(self):
+    real_commit(self)
+    print("reserved", flush=True)
     time.sleep(600)  # killed here, between reserve and mutate
 
-allocation.reserve = reserve_then_hang
+UnitOfWork.commit_reservation = commit_reservation_then_hang
 member = Member.objects.get(pk=int(sys.argv[1]))
-services.create_task(space=member.space, actor=member, title="Retry policy")
+create_task(space=member.space, actor=member, title="Retry policy")
 """
 
 

@@ -201,7 +201,7 @@ def test_the_root_and_v1_say_where_to_start(anonymous):
 
 def test_history_rows_name_themselves(space, writer):
     from tasks.models import TaskEvent
-    from tasks.services import create_task
+    from tests.factories import create_task
 
     create_task(space=space, actor=writer.member, title="Retry policy")
     assert str(TaskEvent.objects.get()).startswith("created · ")

@@ -1,7 +1,7 @@
 import pytest
 
 from spaces.models import Space
-from tasks.services import create_task
+from tests.factories import create_task
 from tests.conftest import make_persona
 
 

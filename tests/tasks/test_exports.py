@@ -19,7 +19,7 @@ from allocation.models import ObservationKind, Operation, OperationObservation
 from allocation.settlement import Report, observe
 from tasks.exports import drain_exports
 from tasks.models import Claim, Export, ExportChunk, ExportResult, Notification, Task, TaskEvent
-from tasks.services import create_task
+from tests.factories import create_task
 from tests.conftest import ApiClient, load_agent_lab
 from tests.factories import member_with_key
 from tests.live_server import ROOT, server_env

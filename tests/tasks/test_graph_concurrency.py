@@ -13,7 +13,7 @@ from django.db import connection, models
 from common.refusals import DomainError
 from tasks import attempts, claims, graph
 from tasks.models import Dependency, Task, TaskEvent
-from tasks.services import create_task
+from tests.factories import create_task
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 from tests.tasks.conftest import set_space

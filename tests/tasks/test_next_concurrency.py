@@ -9,7 +9,7 @@ from django.db import connection
 
 from tasks import claims
 from tasks.models import Claim, Task, TaskEvent
-from tasks.services import create_task
+from tests.factories import create_task
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 

@@ -22,7 +22,7 @@ from common.refusals import DomainError
 from spaces import services as space_services
 from tasks import attempts, claims
 from tasks.models import Attempt, AttemptState, Check, Claim, Task, TaskStatus
-from tasks.services import create_task
+from tests.factories import create_task
 from tests.factories import MemberFactory, SpaceFactory
 
 MEMBERS = 4
@@ -78,7 +78,7 @@ class ClaimsMachine(RuleBasedStateMachine):
         before = task.cycle
         result = self.attempt(attempts.reject_attempt, task=task, number=n, member=self.members[m], reason="no")
         if result is not None:
-            _, reopened = result
+            _, _, reopened = result
             after = self.task(t).cycle
             assert after == (before + 1 if reopened else before)  # reopen ⇒ cycle + 1, else unchanged
             self.cycles[task.pk] = after

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from allocation.models import Occupancy
 from tasks.models import Claim, Notification, Task
-from tasks.services import create_task
+from tests.factories import create_task
 
 S = "/v1/spaces/agent-lab"
 

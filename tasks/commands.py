@@ -1,0 +1,229 @@
+"""The task commands: one per action, the same for every front (REST, MCP, the admin).
+
+Each command (``spaces.commands.Command``) owns what an action needs beyond its service: the
+role it takes, its input, its lookups (the task by number, the survivor, the attempt), its
+refusals and the shape of its reply. REST views and MCP tools are thin adapters: they find
+the caller and the unit of work, call the command and send its reply as it is. ``tests/test_every_command_alike.py`` walks every command
+through REST and MCP and compares the answers.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from allocation.api import HoldSerializer
+from allocation.runner import UnitOfWork
+from common.refusals import DomainError
+from spaces.models import Member, Role
+from spaces.commands import Reply, command, validated
+from spaces.selectors import get_member
+from tasks import attempts, claims, graph, selectors, services, stewardship
+from tasks.errors import SurvivorInvalid
+from tasks.models import Task
+from tasks.serializers import (
+    AssignSerializer,
+    AttemptSerializer,
+    BlockerSerializer,
+    ClaimSerializer,
+    CloseSerializer,
+    DoneSerializer,
+    NextSerializer,
+    NoteCreateSerializer,
+    NoteSerializer,
+    RejectSerializer,
+    SupersedeSerializer,
+    TaskCreateSerializer,
+    TaskDetailSerializer,
+    TaskSerializer,
+    TaskUpdateSerializer,
+    WindowSerializer,
+    iso,
+)
+
+
+def task_body(task: Task) -> dict:
+    return TaskSerializer(task).data
+
+
+def task_and(task: Task, **parts: Any) -> dict:
+    return {"task": task_body(task), **parts}
+
+
+# --- Creating work (SPEC §4) -----------------------------------------------------------------
+
+
+@command("create_task", Role.WRITER, input=TaskCreateSerializer)
+def create_task(member: Member, *, unit: UnitOfWork, **data: Any) -> Reply:
+    # The space came with the API key in this request, catalog version included.
+    task = services.create_task(space=member.space, actor=member, unit=unit,
+                                catalog_version=member.space.catalog_version, **data)
+    return Reply(201, task_body(task))
+
+
+def window_results(member: Member, *, unit: UnitOfWork, proposals: list) -> list[dict]:
+    """SPEC §4.7: validate each proposal, create the valid ones in array order, answer each
+    exactly as a single create would have."""
+    results = []
+    valid: list[tuple[int, dict]] = []
+    for index, raw in enumerate(proposals):
+        try:
+            valid.append((index, validated(TaskCreateSerializer, raw)))
+        except DomainError as error:
+            results.append({"index": index, "status": error.http_status, "body": error.as_body()})
+    outcomes = services.create_tasks_window(space=member.space, actor=member, proposals=[p for _, p in valid],
+                                            unit=unit, catalog_version=member.space.catalog_version)
+    for (index, _), outcome in zip(valid, outcomes):
+        body = task_body(outcome.task) if outcome.task else outcome.error.as_body()
+        results.append({"index": index, "status": outcome.status, "body": body})
+    return sorted(results, key=lambda r: r["index"])
+
+
+@command("create_tasks", Role.WRITER, input=WindowSerializer)
+def create_tasks(member: Member, *, unit: UnitOfWork, proposals: list) -> Reply:
+    return Reply(200, {"results": window_results(member=member, unit=unit, proposals=proposals)})
+
+
+@command("add_note", Role.WRITER, input=NoteCreateSerializer, lookups=("number",))
+def add_note(member: Member, *, unit: UnitOfWork, number: object, **data: Any) -> Reply:
+    task = selectors.get_task(space=member.space, number=number)
+    note = services.add_note(task=task, actor=member, unit=unit, **data)
+    return Reply(201, NoteSerializer(note).data)
+
+
+# --- The work graph (SPEC §13) ---------------------------------------------------------------
+
+
+@command("update_task", Role.WRITER, input=TaskUpdateSerializer, lookups=("number",))
+def update_task(member: Member, *, unit: UnitOfWork, number: object, **data: Any) -> Reply:
+    task = services.update_task(task=selectors.get_task(space=member.space, number=number), actor=member, **data)
+    return Reply(200, task_body(task))
+
+
+@command("add_blocker", Role.WRITER, input=BlockerSerializer, lookups=("number",))
+def add_blocker(member: Member, *, unit: UnitOfWork, number: object, task: int) -> Reply:
+    blocked, added = graph.add_blocker(space=member.space, number=number, blocker_number=task, actor=member)
+    return Reply(201 if added else 200, task_body(blocked))
+
+
+@command("remove_blocker", Role.WRITER, lookups=("number", "blocker"))
+def remove_blocker(member: Member, *, unit: UnitOfWork, number: object, blocker: object) -> Reply:
+    task = graph.remove_blocker(space=member.space, number=number, blocker_number=blocker, actor=member)
+    return Reply(200, task_body(task))
+
+
+# --- Claims, attempts and checks (SPEC §6) ---------------------------------------------------
+
+
+@command("next_task", Role.WRITER, input=NextSerializer)
+def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels: list[str],
+              number: int | None = None) -> Reply:
+    """``next``: the most urgent ready task, a given one (``number``, ``join``), or an attempt to check."""
+    space = member.space
+    if kind == "check":
+        offered = attempts.offer_check(space=space, member=member)
+        if offered is None:
+            return Reply(200, {"task": None, "attempt": None})
+        task, attempt = offered
+        return Reply(200, task_and(task, attempt=AttemptSerializer(attempt).data))
+    if number is not None:
+        claimed = claims.claim_task(space=space, member=member, number=number, join=join)
+    else:
+        claimed = claims.claim_next_task(space=space, member=member, labels=labels)
+    if claimed is None:
+        return Reply(200, {"task": None})
+    task, claim = claimed
+    return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
+
+
+@command("give_back", Role.WRITER, lookups=("number",))
+def give_back(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
+    task, claim = claims.give_back(task=selectors.get_task(space=member.space, number=number), member=member)
+    return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
+
+
+@command("assign_task", Role.STEWARD, input=AssignSerializer, lookups=("number",))
+def assign_task(caller: Member, *, unit: UnitOfWork, number: object, member: int) -> Reply:
+    assignee = get_member(space=caller.space, member_id=member)
+    task, claim = claims.assign_task(task=selectors.get_task(space=caller.space, number=number), member=assignee,
+                                     actor=caller)
+    return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
+
+
+@command("mark_done", Role.WRITER, input=DoneSerializer, lookups=("number",))
+def mark_done(member: Member, *, unit: UnitOfWork, number: object, post: int) -> Reply:
+    task, attempt = attempts.mark_done(task=selectors.get_task(space=member.space, number=number), member=member,
+                                       post_id=post)
+    return Reply(201, task_and(task, attempt=AttemptSerializer(attempt).data))
+
+
+@command("confirm_attempt", Role.WRITER, lookups=("number", "attempt"))
+def confirm_attempt(member: Member, *, unit: UnitOfWork, number: object, attempt: object) -> Reply:
+    task, result = attempts.confirm_attempt(task=selectors.get_task(space=member.space, number=number),
+                                            number=attempt, member=member)
+    return Reply(200, task_and(task, attempt=AttemptSerializer(result).data))
+
+
+@command("reject_attempt", Role.WRITER, input=RejectSerializer, lookups=("number", "attempt"))
+def reject_attempt(member: Member, *, unit: UnitOfWork, number: object, attempt: object, reason: str) -> Reply:
+    task, result, reopened = attempts.reject_attempt(task=selectors.get_task(space=member.space, number=number),
+                                                     number=attempt, member=member, reason=reason)
+    body = task_and(task, attempt=AttemptSerializer(result).data)
+    if reopened:
+        body["reopened"] = reopened
+    return Reply(200, body)
+
+
+# --- Stewardship (SPEC §5) -------------------------------------------------------------------
+
+
+def survivor_of(member: Member, number: object) -> Task:
+    """The task that survives a supersede: one of this space's, else ``422 survivor_invalid``."""
+    try:
+        return selectors.get_task(space=member.space, number=number)
+    except DomainError:
+        raise SurvivorInvalid(f"No task {number} in this space to survive.") from None
+
+
+@command("supersede_task", Role.STEWARD, input=SupersedeSerializer, lookups=("number",))
+def supersede_task(member: Member, *, unit: UnitOfWork, number: object, surviving_task: int, reason: str) -> Reply:
+    task = selectors.get_task(space=member.space, number=number)
+    task = stewardship.supersede_task(task=task, survivor=survivor_of(member, surviving_task), actor=member,
+                                      reason=reason)
+    return Reply(200, task_body(task))
+
+
+@command("withdraw_task", Role.WRITER, input=CloseSerializer, lookups=("number",))  # the creator: the service checks
+def withdraw_task(member: Member, *, unit: UnitOfWork, number: object, reason: str) -> Reply:
+    task = stewardship.withdraw_task(task=selectors.get_task(space=member.space, number=number), actor=member,
+                                     reason=reason)
+    return Reply(200, task_body(task))
+
+
+@command("reject_task", Role.STEWARD, input=CloseSerializer, lookups=("number",))
+def reject_task(member: Member, *, unit: UnitOfWork, number: object, reason: str) -> Reply:
+    task = stewardship.reject_task(task=selectors.get_task(space=member.space, number=number), actor=member,
+                                   reason=reason)
+    return Reply(200, task_body(task))
+
+
+# --- Reads ------------------------------------------------------------------------------------
+
+
+@command("get_task", Role.READER, mutates=False, lookups=("number",))
+def get_task(member: Member, *, unit: None, number: object) -> Reply:
+    return Reply(200, TaskDetailSerializer(selectors.task_with_work(space=member.space, number=number)).data)
+
+
+# --- Holds (SPEC §5.2): allocation keeps the hold, tasks the history it writes. ---------------
+
+
+def hold_body(hold) -> dict:
+    return {"work_item_id": hold.work_item_id, "reason": hold.reason, "held_by": hold.held_by_id,
+            "created_at": iso(hold.created_at)}
+
+
+@command("hold_slot", Role.STEWARD, input=HoldSerializer)
+def hold_slot(member: Member, *, unit: UnitOfWork, work_item_id: str, reason: str) -> Reply:
+    hold = stewardship.hold_slot(space=member.space, actor=member, work_item_id=work_item_id, reason=reason)
+    return Reply(201, hold_body(hold))
+
+

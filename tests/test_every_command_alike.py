@@ -1,0 +1,139 @@
+"""One command layer for every front: the same script of commands, run once through the REST routes
+and once through the MCP tools on a database reset in between, gets the same answers — bodies,
+refusal codes and all. Every command is walked (a command added later without a step fails here)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from django.core.management import call_command
+
+from spaces.commands import COMMANDS
+from tasks import commands as task_commands  # noqa: F401  (registers the task commands)
+from tests.conftest import load_agent_lab
+from tests.factories import member_with_key
+from tests.live_server import gunicorn
+from tests.test_every_tool_hostile import call_raw
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+S = "/v1/spaces/agent-lab"
+
+# (who, command, path lookups, input). Each command appears at least once; refusals are steps too.
+SCRIPT: list[tuple[str, str, dict, Any]] = [
+    ("writer", "create_task", {}, {"title": "Build a benchmark for code review agents", "labels": ["eval"]}),
+    ("writer", "create_task", {}, {"title": "review agent benchmark"}),  # 409 naming task 1
+    ("writer", "create_task", {}, {"title": "x" * 501}),  # 422
+    ("writer", "create_tasks", {}, {"proposals": [{"title": "Write the onboarding guide"},
+                                                  {"title": "Retry and backoff policy for tool calls"},
+                                                  {"title": "Token spend dashboard", "priority": 9}]}),
+    ("writer", "update_task", {"number": 1}, {"priority": 1}),
+    ("writer", "add_blocker", {"number": 3}, {"task": 1}),
+    ("writer", "add_blocker", {"number": 1}, {"task": 3}),  # 422 dependency_cycle
+    ("writer", "remove_blocker", {"number": 3, "blocker": 1}, None),
+    ("writer", "next_task", {}, {}),
+    ("writer", "give_back", {"number": 1}, None),
+    ("writer", "give_back", {"number": 1}, None),  # 409: holds nothing
+    ("writer", "next_task", {}, {"number": 1}),
+    ("writer", "next_task", {}, {"kind": "bogus"}),  # 422
+    ("writer", "create_post", {}, {"body": "It runs.", "title": "Harness"}),
+    ("writer", "mark_done", {"number": 1}, {"post": 1}),
+    ("checker", "next_task", {}, {"kind": "check"}),
+    ("checker", "confirm_attempt", {"number": 1, "attempt": 1}, None),
+    ("checker", "confirm_attempt", {"number": 1, "attempt": 9}, None),  # 404
+    ("writer", "next_task", {}, {"number": 2}),
+    ("writer", "create_post", {}, {"body": "A guide."}),
+    ("writer", "mark_done", {"number": 2}, {"post": 2}),
+    ("checker", "reject_attempt", {"number": 2, "attempt": 1}, {"reason": "too short"}),
+    ("writer", "add_note", {"number": 2}, {"body": "Say more about keys.", "criterion": 1}),
+    ("writer", "add_note", {"number": 2}, {"body": "Say more about keys.", "criterion": 1}),  # 409
+    ("writer", "supersede_task", {"number": 3}, {"surviving_task": 2}),  # 403: a steward's
+    ("steward", "supersede_task", {"number": 3}, {"surviving_task": 99}),  # 422 survivor_invalid
+    ("steward", "supersede_task", {"number": 3}, {"surviving_task": 2}),
+    ("steward", "assign_task", {"number": 2}, {"member": 2}),
+    ("writer", "withdraw_task", {"number": 2}, {"reason": "done elsewhere"}),
+    ("steward", "reject_task", {"number": 99}, {}),  # 404
+    ("steward", "hold_slot", {}, {"work_item_id": "T2", "reason": "reserved for the team"}),
+    ("steward", "hold_slot", {}, {"work_item_id": "T999"}),  # 422
+    ("writer", "get_task", {"number": 1}, None),
+    ("writer", "get_task", {"number": 2}, None),
+]
+
+REST: dict[str, tuple[str, str]] = {
+    "create_task": ("POST", "/tasks"), "create_tasks": ("POST", "/tasks/window"),
+    "update_task": ("PATCH", "/tasks/{number}"), "add_blocker": ("POST", "/tasks/{number}/blockers"),
+    "remove_blocker": ("DELETE", "/tasks/{number}/blockers/{blocker}"), "next_task": ("POST", "/next"),
+    "give_back": ("POST", "/tasks/{number}/give-back"), "create_post": ("POST", "/posts"),
+    "mark_done": ("POST", "/tasks/{number}/done"), "add_note": ("POST", "/tasks/{number}/notes"),
+    "confirm_attempt": ("POST", "/tasks/{number}/attempts/{attempt}/confirm"),
+    "reject_attempt": ("POST", "/tasks/{number}/attempts/{attempt}/reject"),
+    "supersede_task": ("POST", "/tasks/{number}/supersede"), "assign_task": ("POST", "/tasks/{number}/assign"),
+    "withdraw_task": ("POST", "/tasks/{number}/withdraw"), "reject_task": ("POST", "/tasks/{number}/reject"),
+    "hold_slot": ("POST", "/holds"), "get_task": ("GET", "/tasks/{number}"),
+}
+# MCP tool arguments where they are not the input itself (flat lookups, and renamed fields).
+MCP_ARGUMENTS = {"add_blocker": lambda data: {"blocker": data["task"]}}
+TIMES = {"created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at"}
+
+
+def comparable(body: Any) -> Any:
+    """A body with its timestamps blanked (they differ run to run, nothing else may)."""
+    if isinstance(body, dict):
+        return {k: "<time>" if k in TIMES and v is not None else comparable(v) for k, v in body.items()}
+    if isinstance(body, list):
+        return [comparable(v) for v in body]
+    return body
+
+
+def seed() -> dict[str, str]:
+    call_command("flush", interactive=False, verbosity=0)  # ids start again from 1 for both runs
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    _, checker = member_with_key(space, "writer", "agent-2")
+    _, steward = member_with_key(space, "steward", "lead")
+    return {"writer": writer, "checker": checker, "steward": steward}
+
+
+def through_rest(base: str) -> list[tuple[int, Any]]:
+    keys, answers = seed(), []
+    with httpx.Client(base_url=base, timeout=30) as http:
+        for who, name, lookups, data in SCRIPT:
+            method, path = REST[name]
+            response = http.request(method, S + path.format(**lookups), json=data,
+                                    headers={"Authorization": f"Bearer {keys[who]}"})
+            answers.append((response.status_code, response.json() if response.content else None))
+    return answers
+
+
+def through_mcp(base: str) -> list[tuple[int, Any]]:
+    keys, answers = seed(), []
+    for who, name, lookups, data in SCRIPT:
+        arguments = {**lookups, **(MCP_ARGUMENTS.get(name, lambda d: d or {})(data or {}))}
+        (_, answer), = call_raw(base, keys[who], [(name, arguments)])
+        result = answer["result"]
+        text = result["content"][0]["text"] if result.get("content") else "null"
+        body = json.loads(text[text.index("{"):] if result.get("isError") else text)
+        answers.append((body.get("status", 200) if result.get("isError") else 200, body))
+    return answers
+
+
+def test_every_command_is_walked():
+    assert {name for _, name, _, _ in SCRIPT} == set(COMMANDS)
+
+
+def test_rest_and_mcp_answer_every_command_alike():
+    with gunicorn(workers=1) as base:
+        rest = through_rest(base)
+        mcp = through_mcp(base)
+    for (who, name, lookups, data), (rest_status, rest_body), (mcp_status, mcp_body) in zip(SCRIPT, rest, mcp):
+        step = f"{who} {name} {lookups} {data}"
+        if rest_status >= 400:
+            assert mcp_status == rest_status, step
+            assert comparable(mcp_body) == comparable(rest_body), step
+        elif rest_status == 204:
+            assert mcp_status == 200, step  # SPEC §13: REST's DELETE answers no body; MCP answers the task
+        else:
+            assert mcp_status == 200 and comparable(mcp_body) == comparable(rest_body), step
+    assert sum(status >= 400 for status, _ in rest) >= 10  # the refusals were walked too
