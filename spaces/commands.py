@@ -8,7 +8,7 @@ in ``tasks.commands``; both register in ``COMMANDS`` under the MCP tool's name.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from rest_framework import serializers
@@ -49,7 +49,6 @@ class Command:
     run: Callable[..., Reply]
     input: type[serializers.Serializer] | None = None
     mutates: bool = True
-    lookups: tuple[str, ...] = field(default=())  # path arguments: task number, attempt number
 
     def __call__(self, member: Member, *, unit: Any, data: Any = None, **lookups: Any) -> Reply:
         refused = role_refusal(member, self.role)
@@ -61,10 +60,10 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 
 
-def command(name: str, role: str, *, input: type[serializers.Serializer] | None = None, mutates: bool = True,
-            lookups: tuple[str, ...] = ()) -> Callable[[Callable[..., Reply]], Command]:
+def command(name: str, role: str, *, input: type[serializers.Serializer] | None = None, mutates: bool = True
+            ) -> Callable[[Callable[..., Reply]], Command]:
     def register(run: Callable[..., Reply]) -> Command:
-        COMMANDS[name] = Command(name, role, run, input, mutates, lookups)
+        COMMANDS[name] = Command(name, role, run, input, mutates)
         return COMMANDS[name]
     return register
 

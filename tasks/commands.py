@@ -82,7 +82,7 @@ def create_tasks(member: Member, *, unit: UnitOfWork, proposals: list) -> Reply:
     return Reply(200, {"results": window_results(member=member, unit=unit, proposals=proposals)})
 
 
-@command("add_note", Role.WRITER, input=NoteCreateSerializer, lookups=("number",))
+@command("add_note", Role.WRITER, input=NoteCreateSerializer)
 def add_note(member: Member, *, unit: UnitOfWork, number: object, **data: Any) -> Reply:
     task = selectors.get_task(space=member.space, number=number)
     note = services.add_note(task=task, actor=member, unit=unit, **data)
@@ -92,19 +92,19 @@ def add_note(member: Member, *, unit: UnitOfWork, number: object, **data: Any) -
 # --- The work graph (SPEC §13) ---------------------------------------------------------------
 
 
-@command("update_task", Role.WRITER, input=TaskUpdateSerializer, lookups=("number",))
+@command("update_task", Role.WRITER, input=TaskUpdateSerializer)
 def update_task(member: Member, *, unit: UnitOfWork, number: object, **data: Any) -> Reply:
     task = services.update_task(task=selectors.get_task(space=member.space, number=number), actor=member, **data)
     return Reply(200, task_body(task))
 
 
-@command("add_blocker", Role.WRITER, input=BlockerSerializer, lookups=("number",))
+@command("add_blocker", Role.WRITER, input=BlockerSerializer)
 def add_blocker(member: Member, *, unit: UnitOfWork, number: object, task: int) -> Reply:
     blocked, added = graph.add_blocker(space=member.space, number=number, blocker_number=task, actor=member)
     return Reply(201 if added else 200, task_body(blocked))
 
 
-@command("remove_blocker", Role.WRITER, lookups=("number", "blocker"))
+@command("remove_blocker", Role.WRITER)
 def remove_blocker(member: Member, *, unit: UnitOfWork, number: object, blocker: object) -> Reply:
     task = graph.remove_blocker(space=member.space, number=number, blocker_number=blocker, actor=member)
     return Reply(200, task_body(task))
@@ -134,13 +134,13 @@ def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels
     return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
 
 
-@command("give_back", Role.WRITER, lookups=("number",))
+@command("give_back", Role.WRITER)
 def give_back(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
     task, claim = claims.give_back(task=selectors.get_task(space=member.space, number=number), member=member)
     return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
 
 
-@command("assign_task", Role.STEWARD, input=AssignSerializer, lookups=("number",))
+@command("assign_task", Role.STEWARD, input=AssignSerializer)
 def assign_task(caller: Member, *, unit: UnitOfWork, number: object, member: int) -> Reply:
     assignee = get_member(space=caller.space, member_id=member)
     task, claim = claims.assign_task(task=selectors.get_task(space=caller.space, number=number), member=assignee,
@@ -148,21 +148,21 @@ def assign_task(caller: Member, *, unit: UnitOfWork, number: object, member: int
     return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
 
 
-@command("mark_done", Role.WRITER, input=DoneSerializer, lookups=("number",))
+@command("mark_done", Role.WRITER, input=DoneSerializer)
 def mark_done(member: Member, *, unit: UnitOfWork, number: object, post: int) -> Reply:
     task, attempt = attempts.mark_done(task=selectors.get_task(space=member.space, number=number), member=member,
                                        post_id=post)
     return Reply(201, task_and(task, attempt=AttemptSerializer(attempt).data))
 
 
-@command("confirm_attempt", Role.WRITER, lookups=("number", "attempt"))
+@command("confirm_attempt", Role.WRITER)
 def confirm_attempt(member: Member, *, unit: UnitOfWork, number: object, attempt: object) -> Reply:
     task, result = attempts.confirm_attempt(task=selectors.get_task(space=member.space, number=number),
                                             number=attempt, member=member)
     return Reply(200, task_and(task, attempt=AttemptSerializer(result).data))
 
 
-@command("reject_attempt", Role.WRITER, input=RejectSerializer, lookups=("number", "attempt"))
+@command("reject_attempt", Role.WRITER, input=RejectSerializer)
 def reject_attempt(member: Member, *, unit: UnitOfWork, number: object, attempt: object, reason: str) -> Reply:
     task, result, reopened = attempts.reject_attempt(task=selectors.get_task(space=member.space, number=number),
                                                      number=attempt, member=member, reason=reason)
@@ -183,7 +183,7 @@ def survivor_of(member: Member, number: object) -> Task:
         raise SurvivorInvalid(f"No task {number} in this space to survive.") from None
 
 
-@command("supersede_task", Role.STEWARD, input=SupersedeSerializer, lookups=("number",))
+@command("supersede_task", Role.STEWARD, input=SupersedeSerializer)
 def supersede_task(member: Member, *, unit: UnitOfWork, number: object, surviving_task: int, reason: str) -> Reply:
     task = selectors.get_task(space=member.space, number=number)
     task = stewardship.supersede_task(task=task, survivor=survivor_of(member, surviving_task), actor=member,
@@ -191,14 +191,14 @@ def supersede_task(member: Member, *, unit: UnitOfWork, number: object, survivin
     return Reply(200, task_body(task))
 
 
-@command("withdraw_task", Role.WRITER, input=CloseSerializer, lookups=("number",))  # the creator: the service checks
+@command("withdraw_task", Role.WRITER, input=CloseSerializer)  # the creator: the service checks
 def withdraw_task(member: Member, *, unit: UnitOfWork, number: object, reason: str) -> Reply:
     task = stewardship.withdraw_task(task=selectors.get_task(space=member.space, number=number), actor=member,
                                      reason=reason)
     return Reply(200, task_body(task))
 
 
-@command("reject_task", Role.STEWARD, input=CloseSerializer, lookups=("number",))
+@command("reject_task", Role.STEWARD, input=CloseSerializer)
 def reject_task(member: Member, *, unit: UnitOfWork, number: object, reason: str) -> Reply:
     task = stewardship.reject_task(task=selectors.get_task(space=member.space, number=number), actor=member,
                                    reason=reason)
@@ -208,7 +208,7 @@ def reject_task(member: Member, *, unit: UnitOfWork, number: object, reason: str
 # --- Reads ------------------------------------------------------------------------------------
 
 
-@command("get_task", Role.READER, mutates=False, lookups=("number",))
+@command("get_task", Role.READER, mutates=False)
 def get_task(member: Member, *, unit: None, number: object) -> Reply:
     return Reply(200, TaskDetailSerializer(selectors.task_with_work(space=member.space, number=number)).data)
 
