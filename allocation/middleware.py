@@ -37,6 +37,12 @@ class UnitOfWorkMiddleware:
         idempotent = self.idempotent(request)
         if isinstance(idempotent, HttpResponse):
             return idempotent
+        if idempotent is None:
+            # The API key is looked up before the unit begins: a read (and a dated last use)
+            # that needs none of its transaction, so a unit whose work is one statement pays
+            # no BEGIN for it (UnitOfWork.alone). Under an Idempotency-Key the first touch
+            # authenticates, in the unit.
+            request_api_key(request)
 
         def work(unit: UnitOfWork) -> Answer:
             request.unit_of_work = unit

@@ -15,7 +15,11 @@ so nothing outside it can hold a transaction open around it — and nothing else
 
 A command that must commit part of its work first (create's reservation, SPEC §4.5) calls
 ``UnitOfWork.commit_reservation``, with or without an operation: the transaction commits
-there and the unit goes on in a new one. Every unit holds a liveness lock in that new
+there and the unit goes on in a new one. A step that is one statement with nothing of the
+unit's to commit beside it (the reservation, a create's insert, ``next``'s claim) runs in
+``UnitOfWork.alone``: in a unit without an operation, before anything else was written, it
+is a transaction of its own and pays no BEGIN and COMMIT round trips; else it is part of
+the unit's transaction. Every unit holds a liveness lock in that new
 transaction — the operation's (member, Idempotency-Key), or a lock of its own — which the
 mutation statement takes again before it writes (``lock_params``); a unit whose operation
 another attempt took over in between writes nothing. A crash between the two transactions
@@ -24,10 +28,12 @@ leaves a committed reservation naming the operation, which the retry takes over.
 from __future__ import annotations
 
 import secrets
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from django.db import connection, transaction
+from psycopg.pq import TransactionStatus
 
 from allocation import errors
 from allocation.binding import has_control_characters
@@ -127,6 +133,29 @@ class UnitOfWork:
         self.end(commit=True)
         self.begin()
 
+    @contextmanager
+    def alone(self, *, last: bool = True) -> Iterator[None]:
+        """Run the block's one statement as a transaction of its own when nothing must commit
+        with it; else as part of the unit's transaction.
+
+        Nothing must commit with a statement when the unit has no answer to settle (no
+        operation), nothing is in its transaction yet, and the command writes nothing after
+        it that belongs with it (``last``; False keeps the statement in the unit's). A
+        statement is atomic by itself, so BEGIN and COMMIT around it would cost two round
+        trips and guarantee nothing more. Entering the unit's ``atomic`` sends nothing until
+        a statement runs, so the unit steps out of it (nothing to commit) and back in
+        (nothing to begin) around the statement. The services call it the same way whoever
+        runs them; whether it stands alone is the unit's to decide.
+        """
+        if not last or self.operation is not None or self._transaction is None or not nothing_sent():
+            yield
+            return
+        self.end(commit=True)  # nothing to commit: no round trip
+        try:
+            yield
+        finally:
+            self.begin()
+
     def hold(self) -> None:
         """Take this unit's lock again in its new transaction; raises ``UnitOvertaken`` when
         another attempt holds or has settled the operation. A unit without an operation has
@@ -143,6 +172,14 @@ class UnitOfWork:
         if self.operation is None:
             return {"lock_member": 0, "lock_key": self.own_lock}
         return {"lock_member": self.operation.member_id, "lock_key": self.operation.key}
+
+
+def nothing_sent() -> bool:
+    """No statement has run in the connection's current transaction (none is open on the
+    server, and this block is the outermost one): psycopg sends BEGIN with the first."""
+    raw = connection.connection
+    return (len(connection.atomic_blocks) == 1
+            and (raw is None or raw.info.transaction_status == TransactionStatus.IDLE))
 
 
 def in_progress() -> errors.IdempotencyInProgress:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
+from typing import TYPE_CHECKING
 
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -37,6 +38,9 @@ from common.refusals import InvalidRequest
 from common.sql import insert_select, insert_unless_conflict
 from spaces.catalog import normalize_work_item_id
 from spaces.models import CharterItem, Member, Space
+
+if TYPE_CHECKING:
+    from allocation.runner import UnitOfWork
 
 MAX_LISTED_IDS = 50
 
@@ -284,8 +288,8 @@ def reserve_sql(with_hold: bool, task_winner_sql: str) -> str:
 
 
 def reserve(
-    *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, work_item_id: str | None = None,
-    operation: Operation | None = None, task_winner_sql: str = NO_TASK_WINNER,
+    *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, unit: UnitOfWork,
+    work_item_id: str | None = None, task_winner_sql: str = NO_TASK_WINNER,
 ) -> Reservation:
     """Steps 2–4 of SPEC §4.5 in one statement (``reserve_sql``); raises the 409 that applies.
 
@@ -293,12 +297,14 @@ def reserve(
     row lock: a stale reservation (past ``expires_at``) is taken over, so a crashed
     process never blocks a key longer than the window, with or without the operator
     command; so is one left by the same idempotent operation (a retry does not lose to
-    itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``.
+    itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``. The statement
+    commits with the reservation step (``unit.alone``): the caller commits that step next.
     """
+    operation = unit.operation
     now = timezone.now()
     fields = reservation_fields(space=space, member=member, payload_sha256=payload_sha256,
                                 operation=operation, now=now)
-    with connection.cursor() as cursor:
+    with unit.alone(), connection.cursor() as cursor:
         cursor.execute(reserve_sql(work_item_id is not None, task_winner_sql), {
             "space": space.pk, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode,
             "work_item_id": work_item_id or "", "payload_sha256": payload_sha256, "member": member.pk,

@@ -32,7 +32,7 @@ from benchmarks.common import (  # noqa: E402
     refresh_statistics,
     with_database,
 )
-from benchmarks.load import Scenario, ensure_wrk, run_load  # noqa: E402
+from benchmarks.load import Scenario, Step, ensure_wrk, run_load  # noqa: E402
 
 def prepare() -> list[str]:
     from spaces import services
@@ -74,14 +74,32 @@ def scenarios(keys: list[str]) -> dict[str, Scenario]:
         "409+key": Scenario(tasks, keys, body='{"title": "review agent benchmark"}',
                             headers={"Idempotency-Key": "{unique}"}),
         "next": Scenario("/v1/spaces/bench/next", keys),
+        "loop": Scenario(tasks, keys, steps=team_loop()),
     }
+
+
+def team_loop() -> list[Step]:
+    """An agent team's loop, each agent in turn: create a task, take the most urgent, write
+    its result, deliver it, take an attempt to check (someone else's) and confirm it."""
+    task = "/v1/spaces/bench/tasks"
+    number = r'"number":%s*(%d+)'  # the first number in the answer: the task's
+    return [
+        Step(task, '{"title": "loop {unique}"}'),
+        Step("/v1/spaces/bench/next", captures={"task": number}),
+        Step("/v1/spaces/bench/posts", '{"body": "result {unique}"}', captures={"post": r'"id":%s*(%d+)'}),
+        Step(task + "/{task}/done", '{"post": {post}}'),
+        Step("/v1/spaces/bench/next", '{"kind": "check"}',
+             captures={"checked": number, "attempt": r'"attempt":%s*{.-"number":%s*(%d+)'}),
+        Step(task + "/{checked}/attempts/{attempt}/confirm"),
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("other", type=Path, help="the other checkout (a directory with manage.py)")
-    parser.add_argument("--scenarios", default="create,create+key,replay,409,next",
-                        help="comma-separated, of: create, create+key, replay, 409, next")
+    parser.add_argument("--scenarios", default="create,create+key,replay,409,next,loop",
+                        help="comma-separated, of: create, create+key, replay, 409, 409+key, next, loop "
+                             "(the agent team's loop, create to confirm)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=2.0)
@@ -117,7 +135,8 @@ def main() -> None:
                 ratio = results[this].rps / results[before].rps
                 ratios[name].append(ratio)
                 print(f"repeat {repeat + 1}  {name:<11} other {results[before].rps:7.0f} req/s   "
-                      f"this {results[this].rps:7.0f} req/s   this/other {ratio:.2f}", flush=True)
+                      f"this {results[this].rps:7.0f} req/s   this/other {ratio:.2f}   "
+                      f"statuses {results[before].statuses} / {results[this].statuses}", flush=True)
     print(f"== this checkout / {other}, {args.clients} clients, median of {args.repeats} x {args.seconds:g} s")
     for name in names:
         print(f"  {name:<11} {statistics.median(ratios[name]):.2f}x   (repeats: "

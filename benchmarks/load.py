@@ -11,7 +11,12 @@ are filled in per request by the Lua script:
 - ``{key}``: the client's API key (``keys[i]``), sent as ``Authorization: Bearer`` on every request;
 - ``{agent}``: the client's index *i*;
 - ``{unique}``: a string unique in the whole benchmark run (titles, Idempotency-Keys);
-- ``{pick}``: the next entry of ``picks`` (e.g. titles to bind), a different walk per client.
+- ``{pick}``: the next entry of ``picks`` (e.g. titles to bind), a different walk per client;
+- ``{name}``: what step ``captures`` took from an earlier answer of this client's (see ``Step``).
+
+A scenario with ``steps`` is a loop of requests each client walks in order (an agent's
+loop: create, next, post, done, check, confirm); a step that is refused (4xx/5xx) or whose
+answer lacks a capture sends the client back to the first step.
 """
 from __future__ import annotations
 
@@ -29,6 +34,17 @@ WRK = "wrk"
 
 
 @dataclass(frozen=True)
+class Step:
+    """One request of a loop; ``captures`` maps a placeholder name to the Lua pattern whose
+    first capture, found in the answer, fills it in the steps after."""
+
+    path: str
+    body: str = "{}"
+    method: str = "POST"
+    captures: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Scenario:
     path: str
     keys: list[str]
@@ -36,6 +52,10 @@ class Scenario:
     headers: dict[str, str] = field(default_factory=dict)
     picks: list[str] = field(default_factory=list)
     method: str = "POST"
+    steps: list[Step] = field(default_factory=list)  # a loop instead of one request (path: the first's)
+
+    def loop(self) -> list[Step]:
+        return self.steps or [Step(self.path, self.body, self.method)]
 
 
 @dataclass
@@ -79,7 +99,7 @@ def lua_list(values: list[str]) -> str:
 SCRIPT = r"""
 local keys = %(keys)s
 local picks = %(picks)s
-local method, path, body = %(method)s, %(path)s, %(body)s
+local steps = %(steps)s
 local header_names, header_values = %(header_names)s, %(header_values)s
 local nonce = %(nonce)s
 
@@ -95,6 +115,8 @@ function init(args)
   agent = id
   counter = 0
   statuses = {}
+  step = 1
+  captured = {}
 end
 
 local function fill(template)
@@ -103,7 +125,7 @@ local function fill(template)
     if name == "agent" then return tostring(agent) end
     if name == "unique" then return string.format("%%s-%%d-%%d", nonce, agent, counter) end
     if name == "pick" and #picks > 0 then return picks[(agent * 7919 + counter) %% #picks + 1] end
-    return nil
+    return captured[name]
   end))
 end
 
@@ -111,11 +133,19 @@ function request()
   counter = counter + 1
   local headers = {["Content-Type"] = "application/json"}
   for n, name in ipairs(header_names) do headers[name] = fill(header_values[n]) end
-  return wrk.format(method, path, headers, fill(body))
+  local s = steps[step]
+  return wrk.format(s.method, fill(s.path), headers, fill(s.body))
 end
 
 function response(status, headers, body)
   statuses[status] = (statuses[status] or 0) + 1
+  local s = steps[step]
+  local complete = status < 400
+  for name, pattern in pairs(s.captures) do
+    local value = complete and string.match(body, pattern)
+    if not value then complete = false else captured[name] = value end
+  end
+  step = complete and step %% #steps + 1 or 1
 end
 
 function done(summary, latency, requests)
@@ -141,9 +171,10 @@ def lua_script(scenario: Scenario) -> str:
     return SCRIPT % {
         "keys": lua_list(scenario.keys),
         "picks": lua_list([json.dumps(p)[1:-1] for p in scenario.picks]),  # ready to sit inside a JSON string
-        "method": lua_string(scenario.method),
-        "path": lua_string(scenario.path),
-        "body": lua_string(scenario.body),
+        "steps": "{" + ",".join(
+            f"{{method={lua_string(step.method)}, path={lua_string(step.path)}, body={lua_string(step.body)}, "
+            "captures={" + ",".join(f"[{lua_string(k)}]={lua_string(v)}" for k, v in step.captures.items()) + "}}"
+            for step in scenario.loop()) + "}",
         "header_names": lua_list(names),
         "header_values": lua_list([headers[n] for n in names]),
         "nonce": lua_string(secrets.token_hex(6)),

@@ -17,6 +17,7 @@ from functools import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from allocation.runner import UnitOfWork
 from common.sql import insert_select, written_fields
 from spaces.models import Member, Space
 from tasks import errors, graph
@@ -109,18 +110,19 @@ def claim_attnames() -> list[str]:
     return [f.attname for f in Claim._meta.concrete_fields]
 
 
-def claim_next_task(*, space: Space, member: Member, labels: list[str] = ()) -> tuple[Task, Claim] | None:
+def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
+                    unit: UnitOfWork) -> tuple[Task, Claim] | None:
     """The most urgent ready task (with all of ``labels``), claimed for the caller; None when
     there is none.
 
     SKIP LOCKED passes over rows another transaction is claiming right now instead of
     queueing behind it, and the partial index task_open_by_priority keeps the search small
-    however many tasks have finished.
+    however many tasks have finished. One statement, and nothing after it: ``unit.alone``.
     """
     now = timezone.now()
     expires_at = claim_expiry(space, now)
     sql, task_attnames = claim_next_sql()
-    with connection.cursor() as cursor:
+    with unit.alone(), connection.cursor() as cursor:
         cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
                              "expires_iso": expires_at.isoformat(), "labels": list(labels)})
         row = cursor.fetchone()

@@ -64,7 +64,7 @@ def create_task(
                           work_item_id=work_item_id, priority=priority, labels=labels, blocked_by=blocked_by,
                           unit=unit, catalog_version=catalog_version)
     unit.commit_reservation()
-    return mutate_task(intent, unit=unit)
+    return mutate_task(intent, unit=unit, last=True)
 
 
 def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_item_id: str | None,
@@ -110,21 +110,23 @@ def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, unit: UnitOfWo
     task.creator = actor
     reservation = allocation.reserve(
         space=space, key=key, member=actor, payload_sha256=task.payload_sha256, work_item_id=task.work_item_id,
-        operation=unit.operation, task_winner_sql=TASK_WINNER_SQL,
+        unit=unit, task_winner_sql=TASK_WINNER_SQL,
     )
     task.received_seq = reservation.received_seq
     return CreateIntent(task, key, reservation, list(blocked_by))
 
 
-def mutate_task(intent: CreateIntent, *, unit: UnitOfWork) -> Task:
+def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -> Task:
     """The second transaction of a create: the task and its occupancy, or the 409 that applies.
 
     It runs in the unit's transaction, so the task, its edges and the answer commit together.
     The occupancy constraint stays the last word: should it say no although the reservation
     was ours (a row written around the allocator, see mutation_ctes), the statement's failure
-    ends the unit with nothing written, and its reservation lapses."""
+    ends the unit with nothing written, and its reservation lapses. ``last``: the create
+    writes nothing more after it (a single create; a window's tasks commit together)."""
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
-    created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit)
+    created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit,
+                                         last=last and not intent.blocked_by)
     if created and intent.blocked_by:
         graph.add_on_create(task, intent.blocked_by, task.creator)
     if not created:
@@ -169,13 +171,14 @@ def insert_task_sql() -> str:
     )
 
 
-def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, unit: UnitOfWork) -> bool:
+def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, unit: UnitOfWork,
+                               last: bool = False) -> bool:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
     False (nothing written) when the reservation was no longer this intent's, or another
     attempt of the unit's operation holds its lock."""
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
-    with connection.cursor() as cursor:
+    with unit.alone(last=last), connection.cursor() as cursor:
         cursor.execute(insert_task_sql(), {
             "space": task.space_id, "title": task.title, "body": task.body,
             "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
@@ -265,7 +268,7 @@ def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = No
         key=key,
         member=actor,
         payload_sha256=payload_sha256({"criterion": criterion, "body": body}),
-        operation=unit.operation,
+        unit=unit,
     )
     unit.commit_reservation()
     unit.hold()

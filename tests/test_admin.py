@@ -7,6 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from allocation.runner import in_unit
 from allocation.conflict_keys import ConflictKey
 from allocation.models import Occupancy, Operation, Reservation, SlotHold
 from allocation.services import reserve
@@ -153,7 +154,7 @@ def test_role_change_in_the_admin_goes_through_the_service(admin_client, space, 
 
 
 def test_expire_now_on_reservations_and_operations(admin_client, space, writer):
-    r = reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:x", "result"), member=writer.member,
+    r = in_unit(reserve, space=space, key=ConflictKey("create_task", "task:agent-lab:x", "result"), member=writer.member,
                 payload_sha256="x")
     action(admin_client, "allocation/reservation", "expire_now", [r.pk])
     assert not Reservation.objects.exists()

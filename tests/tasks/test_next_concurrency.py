@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 from django.db import connection
 
+from allocation.runner import in_unit
 from tasks import claims
 from tasks.models import Claim, Task, TaskEvent
 from tests.factories import create_task
@@ -31,7 +32,7 @@ def test_sixteen_agents_never_get_the_same_task_and_none_is_lost():
         try:
             barrier.wait()
             while True:
-                claimed = claims.claim_next_task(space=space, member=member)
+                claimed = in_unit(claims.claim_next_task, space=space, member=member)
                 if claimed is None:
                     return
                 with lock:
