@@ -142,19 +142,22 @@ class UnitOfWork:
         operation), nothing is in its transaction yet, and the command writes nothing after
         it that belongs with it (``last``; False keeps the statement in the unit's). A
         statement is atomic by itself, so BEGIN and COMMIT around it would cost two round
-        trips and guarantee nothing more. Entering the unit's ``atomic`` sends nothing until
-        a statement runs, so the unit steps out of it (nothing to commit) and back in
-        (nothing to begin) around the statement. The services call it the same way whoever
-        runs them; whether it stands alone is the unit's to decide.
+        trips and guarantee nothing more. psycopg sends BEGIN only with a transaction's first
+        statement, so the unit's transaction, open in Django's eyes, has sent nothing yet:
+        the statement runs with psycopg in autocommit, and the unit's ``atomic`` stays as it
+        is (its commit, with nothing begun, sends nothing either). The services call it the
+        same way whoever runs them; whether it stands alone is the unit's to decide.
         """
         if not last or self.operation is not None or self._transaction is None or not nothing_sent():
             yield
             return
-        self.end(commit=True)  # nothing to commit: no round trip
+        raw = connection.connection
+        raw.autocommit = True
         try:
             yield
         finally:
-            self.begin()
+            if not raw.closed:
+                raw.autocommit = False
 
     def hold(self) -> None:
         """Take this unit's lock again in its new transaction; raises ``UnitOvertaken`` when
@@ -176,10 +179,11 @@ class UnitOfWork:
 
 def nothing_sent() -> bool:
     """No statement has run in the connection's current transaction (none is open on the
-    server, and this block is the outermost one): psycopg sends BEGIN with the first."""
-    raw = connection.connection
-    return (len(connection.atomic_blocks) == 1
-            and (raw is None or raw.info.transaction_status == TransactionStatus.IDLE))
+    server, and the unit's block is the only one): psycopg sends BEGIN with the first."""
+    if len(connection.atomic_blocks) != 1:
+        return False
+    connection.ensure_connection()
+    return connection.connection.info.transaction_status == TransactionStatus.IDLE
 
 
 def in_progress() -> errors.IdempotencyInProgress:

@@ -56,6 +56,7 @@ def main() -> None:
     parser.add_argument("--route", choices=sorted(ROUTES), default="create")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--save", type=Path, help="also write the profile there (pstats), to compare two checkouts")
     args = parser.parse_args()
 
     url = bench_database_url()
@@ -102,6 +103,8 @@ def main() -> None:
     for n in range(args.requests):
         statuses[call(n)] += 1
     profile.disable()
+    if args.save:
+        profile.dump_stats(args.save)
 
     stats = pstats.Stats(profile)
     total = sum(row[2] for row in stats.stats.values())
