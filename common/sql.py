@@ -68,3 +68,32 @@ def insert_select(model: type[models.Model], values: dict[str, str]) -> str:
         raise KeyError(f"{model.__name__}: no SQL value for {', '.join(missing)}")
     return (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
             f"SELECT {', '.join(values[f.name] for f in fields)}")
+
+
+class Placeholder:
+    """A value a compiled query leaves open: ``named_sql`` turns it into ``%(name)s``."""
+
+    def __init__(self, name: str, example: object) -> None:
+        self.name, self.example = name, example
+
+
+def named_sql(queryset: models.QuerySet, *placeholders: Placeholder) -> str:
+    """The SQL Django compiles for ``queryset``, with named parameters, to sit inside a
+    hand-written statement: so a rule the ORM states (a predicate, an order) is compiled from
+    it, never copied into SQL beside it.
+
+    The queryset is built with each placeholder's ``example`` where its value goes; each
+    parameter equal to an example becomes ``%(name)s``, and every other one (a constant of
+    the rule, e.g. a status) is written in as a literal, so the planner sees it as it sees the
+    ORM's own query (a partial index on that status matches, in a prepared statement too).
+    Examples must not equal any constant of the query.
+    """
+    sql, params = queryset.query.sql_with_params()
+    pieces = sql.split("%s")
+    assert len(pieces) == len(params) + 1 and "%%" not in sql, "named_sql: unexpected placeholders"
+    out = [pieces[0]]
+    for param, piece in zip(params, pieces[1:]):
+        names = [p.name for p in placeholders if p.example == param]
+        out.append(f"%({names[0]})s" if names else connection.ops.compose_sql("%s", [param]))
+        out.append(piece)
+    return "".join(out)

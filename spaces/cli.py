@@ -166,9 +166,8 @@ def given(**fields: Any) -> dict:
 
 
 def ready(client: SpacesClient, labels: list[str] | None) -> dict:
-    """Ready tasks (the first 200 by number) in the order `next` takes them: by priority, then number."""
-    tasks = client.tasks(ready="true", limit=200, **given(label=labels))["results"]
-    return {"results": sorted(tasks, key=lambda t: (t["priority"], t["number"]))}
+    """The first 200 ready tasks in the order `next` takes them, as the server orders them."""
+    return client.tasks(ready="true", order="next", limit=200, **given(label=labels))
 
 
 def call(client: SpacesClient, args: argparse.Namespace) -> Any:

@@ -65,8 +65,8 @@ class TaskListView(SpaceView):
 
     @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
-        tasks, searching = filter_tasks(self.space, request.query_params)
-        return self.paginate(tasks, TaskSerializer, SearchPagination if searching else NumberCursorPagination,
+        tasks, by_offset = filter_tasks(self.space, request.query_params)
+        return self.paginate(tasks, TaskSerializer, SearchPagination if by_offset else NumberCursorPagination,
                              prepare=graph.attach)
 
     @extend_schema(request=TaskCreateSerializer, responses={201: TaskSerializer})

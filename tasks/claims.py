@@ -18,7 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from allocation.runner import UnitOfWork
-from common.sql import insert_select, written_fields
+from common.sql import Placeholder, insert_select, named_sql, written_fields
 from spaces.models import Member, Space
 from tasks import errors, graph
 from tasks.lifecycle import (
@@ -40,6 +40,7 @@ from tasks.models import (
     TaskEvent,
     TaskStatus,
 )
+from tasks.filters import ready_queue
 from tasks.selectors import get_task
 
 
@@ -66,11 +67,15 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
     return claim
 
 
-# `next {}` as one statement: pick the most urgent ready task with SKIP LOCKED (SPEC §13:
+# `next {}` as one statement: pick the first of the ready queue with SKIP LOCKED (SPEC §13:
 # open, nothing live blocks it, carrying every label asked for; lowest priority, then lowest
-# number), mark it claimed, insert the claim and its event, and answer with the tasks it
-# blocks. An open task has no live claim and no waiting attempt, so "claimed" is exactly
-# what recompute_status would say. Column lists come from the models.
+# number: tasks.filters.ready_queue, compiled by the ORM), mark it claimed, insert the claim
+# and its event, and answer with the tasks it blocks. An open task has no live claim and no
+# waiting attempt, so "claimed" is exactly what recompute_status would say. Column lists
+# come from the models.
+SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
+
+
 @cache
 def claim_next_sql() -> tuple[str, list[str]]:
     """The statement, and the task's attribute names in the order it returns the task's columns:
@@ -86,11 +91,9 @@ def claim_next_sql() -> tuple[str, list[str]]:
                     "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
                                "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
     fields = written_fields(Task)
+    picked = named_sql(ready_queue(SPACE.example, LABELS.example).values("id")[:1], SPACE, LABELS)
     sql = (
-        f"WITH picked AS (SELECT t.id FROM {task_table} AS t WHERE t.space_id = %(space)s "
-        f"AND t.status = '{TaskStatus.OPEN.value}' AND t.labels @> %(labels)s::varchar[] "
-        f"AND NOT EXISTS (SELECT 1 FROM {edges} AS d WHERE d.space_id = t.space_id AND d.task_id = t.id) "
-        "ORDER BY t.priority, t.number LIMIT 1 FOR NO KEY UPDATE OF t SKIP LOCKED), "
+        f"WITH picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
         f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
         f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
         f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "

@@ -3,7 +3,8 @@ import re
 
 import django_filters
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.contrib.postgres.fields import ArrayField
+from django.db.models import CharField, Exists, F, OuterRef, Q, QuerySet, Value
 from django.http import QueryDict
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
@@ -26,7 +27,20 @@ def text_query(words: str) -> SearchQuery:
 
 
 def ready_condition() -> Q:
+    """Ready (SPEC §13): open, and no live task blocks it. The lists filter by it, and ``next``'s
+    statement is compiled from ``ready_queue`` (``tasks.claims.claim_next_sql``)."""
     return Q(status=TaskStatus.OPEN) & ~blocked()
+
+
+NEXT_ORDER = ("priority", "number")  # the most urgent first, then the oldest (SPEC §13)
+
+
+def ready_queue(space_id: int, labels: list[str]) -> QuerySet:
+    """The space's ready tasks carrying every one of ``labels``, in the order ``next`` takes them.
+    ``labels`` is one array parameter (not one per label), so a compiled statement fits any list."""
+    wanted = Value(list(labels), output_field=ArrayField(CharField()))
+    return (Task.objects.filter(space_id=space_id, labels__contains=wanted).filter(ready_condition())
+            .order_by(*NEXT_ORDER))
 
 
 class TaskFilter(django_filters.FilterSet):
@@ -38,10 +52,11 @@ class TaskFilter(django_filters.FilterSet):
     ready = django_filters.BooleanFilter(method="filter_ready")
     blocked = django_filters.BooleanFilter(method="filter_blocked")
     q = django_filters.CharFilter(method="filter_q", max_length=MAX_QUERY)
+    order = django_filters.ChoiceFilter(choices=[("number", "number"), ("next", "next")], method="filter_order")
 
     class Meta:
         model = Task
-        fields = ["status", "work_item_id", "delivery_mode", "creator", "priority", "ready", "blocked", "q"]
+        fields = ["status", "work_item_id", "delivery_mode", "creator", "priority", "ready", "blocked", "q", "order"]
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         """The declared filters, then ``label`` (repeatable: tasks carrying all of them)."""
@@ -62,6 +77,11 @@ class TaskFilter(django_filters.FilterSet):
             return qs
         return qs.filter(blocked()) if value else qs.exclude(blocked())
 
+    def filter_order(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """``order=next``: the order ``next`` takes tasks (with ``ready=true``, the tasks it would
+        hand out, in turn); ``number`` (the default) by number."""
+        return qs.order_by(*NEXT_ORDER) if value == "next" else qs
+
     def filter_q(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         """PostgreSQL full-text search over title and body, best match first, then by number."""
         if not value.strip():
@@ -73,12 +93,13 @@ class TaskFilter(django_filters.FilterSet):
 
 def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
     """A space's tasks as a list's query parameters ask (every front's one reading of them), and
-    whether ``q`` orders them by match (paged by offset) rather than by number."""
+    whether they are ordered other than by number (by match for ``q``, as ``next`` takes them
+    for ``order=next``), and so paged by offset."""
     statuses = params.getlist("status")
     include = params.get("include_superseded", "").lower() in ("1", "true", "yes")
     tasks = selectors.list_tasks(space=space, include_superseded=include or TaskStatus.SUPERSEDED in statuses)
     filtered = TaskFilter(params, queryset=tasks)
     if not filtered.is_valid():
         raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
-    searching = bool(filtered.form.cleaned_data.get("q", "").strip())
-    return filtered.qs, searching
+    data = filtered.form.cleaned_data
+    return filtered.qs, bool(data.get("q", "").strip()) or data.get("order") == "next"

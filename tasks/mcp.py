@@ -122,19 +122,21 @@ class SpacesTools(MCPToolset):
         return self._command(commands.create_tasks, data={"proposals": proposals}, idempotency_key=idempotency_key)
 
     def list_tasks(self, status: str = "", ready: bool | None = None, blocked: bool | None = None,
-                   priority: int | None = None, labels: list[str] | None = None, q: str = "") -> dict:
+                   priority: int | None = None, labels: list[str] | None = None, q: str = "",
+                   order: str = "") -> dict:
         """Tasks of your space (the first 200), lowest number first; superseded ones only with
         status=superseded. `ready`: open and nothing blocks them; `labels`: carrying all of them; `q`:
-        full-text search over titles and bodies, best match first."""
+        full-text search over titles and bodies, best match first; `order`: "next" for the order
+        next takes tasks (most urgent first, then lowest number)."""
         def act(m):
             params = QueryDict(mutable=True)
             for name, value in {"status": status, "q": q, "priority": priority, "ready": ready,
-                                "blocked": blocked}.items():
+                                "blocked": blocked, "order": order}.items():
                 if value not in (None, ""):
                     params[name] = str(value).lower() if isinstance(value, bool) else str(value)
             params.setlist("label", list(labels or []))
-            tasks, searching = filter_tasks(m.space, params)
-            page = list((tasks if searching else tasks.order_by("number"))[:200])
+            tasks, by_offset = filter_tasks(m.space, params)
+            page = list((tasks if by_offset else tasks.order_by("number"))[:200])
             graph.attach(page)
             return {"tasks": TaskSerializer(page, many=True).data}
         return self._run(Role.READER, act)

@@ -212,6 +212,20 @@ def test_lists_filter_by_ready_blocked_priority_and_labels(writer):
     assert [(t["blocked_by"], t["blocks"]) for t in listed] == [([], [2]), ([1], []), ([], [])]
 
 
+def test_order_next_lists_ready_tasks_as_next_takes_them_past_any_page(writer):
+    """``order=next``: the server's order of the ready queue (priority, then number), so a list
+    past one page is the queue itself, and ``next`` takes its first."""
+    for number, priority in enumerate([3, 1, 2, 1, 0, 3, 2], start=1):
+        create(writer, f"task {number}", priority=priority)
+    create(writer, "blocked", priority=0, blocked_by=[1])
+    expected = [5, 2, 4, 3, 7, 1, 6]
+    first = writer.api.get(f"{S}/tasks?ready=true&order=next&limit=4").json()
+    rest = writer.api.get(first["next"]).json()
+    assert [t["number"] for t in first["results"] + rest["results"]] == expected
+    assert writer.api.get(f"{S}/tasks?order=sideways").status_code == 422
+    assert writer.api.post(f"{S}/next").json()["task"]["number"] == expected[0]
+
+
 def test_q_searches_title_and_body_best_match_first_and_pages_by_offset(writer):
     create(writer, "Retry the flaky upload")
     create(writer, "Unrelated work", body="nothing to see")
