@@ -263,7 +263,7 @@ def purge_conflict_counts(*, dry_run: bool = False) -> int:
 def reserve_sql(with_hold: bool, task_winner_sql: str) -> str:
     """Built once per shape. ``task_winner_sql`` is the caller's: a query over the occupancy row
     ``o`` that yields the occupying task's ``number`` and ``status`` (the app that owns tasks
-    knows its table; ``tasks.selectors.TASK_WINNER_SQL``)."""
+    knows its table; ``tasks.selectors.task_winner_sql``)."""
     quote = connection.ops.quote_name
     values = {"space": "%(space)s", "kind": "%(kind)s", "target": "%(target)s", "delivery_mode": "%(delivery_mode)s",
               "received_seq": NEXT_RECEIVED_SEQ, "payload_sha256": "%(payload_sha256)s", "member": "%(member)s",

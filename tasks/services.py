@@ -26,7 +26,7 @@ from tasks.errors import NotTaskCreator
 from tasks.lifecycle import check_task_live, check_task_usable, record_event
 from tasks import graph
 from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskEvent, TaskStatus
-from tasks.selectors import TASK_WINNER_SQL, get_task
+from tasks.selectors import get_task, task_winner_sql
 
 
 @dataclass
@@ -110,7 +110,7 @@ def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, unit: UnitOfWo
     task.creator = actor
     reservation = allocation.reserve(
         space=space, key=key, member=actor, payload_sha256=task.payload_sha256, work_item_id=task.work_item_id,
-        unit=unit, task_winner_sql=TASK_WINNER_SQL,
+        unit=unit, task_winner_sql=task_winner_sql(),
     )
     task.received_seq = reservation.received_seq
     return CreateIntent(task, key, reservation, list(blocked_by))
