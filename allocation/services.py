@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -366,6 +366,19 @@ def occupy(*, reservation: Reservation, space: Space, key: ConflictKey, task=Non
     occupancy = Occupancy.objects.create(**key_filter(space, key), task=task, note=note)
     Reservation.objects.filter(pk=reservation.pk).delete()
     return occupancy
+
+
+def release_occupancy(task, *, successor: Callable[[ConflictKey], object | None]) -> None:
+    """SPEC §4.4: ``task`` stopped being live, so each key it occupies passes to
+    ``successor(key)`` (the app that owns tasks knows which task is next), or is free again
+    when that is None. Under the occupancy rows' locks, in id order."""
+    for occupancy in Occupancy.objects.select_for_update().filter(task=task).order_by("pk"):
+        heir = successor(ConflictKey(occupancy.kind, occupancy.target, occupancy.delivery_mode))
+        if heir is None:
+            occupancy.delete()
+        else:
+            occupancy.task = heir
+            occupancy.save(update_fields=["task"])
 
 
 def release_reservation(reservation: Reservation) -> None:

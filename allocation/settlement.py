@@ -76,6 +76,15 @@ def lease_seconds() -> int:
     return settings.SPACES_OPERATION_LEASE_SECONDS
 
 
+def open_operation(*, space, member, key: str, fingerprint: str, binding_generation: int, method: str,
+                   path: str) -> Operation:
+    """A new operation for work that outlives a request (an export, SPEC §7.2): ``unknown``
+    until a worker's lease, from then on changed only by ``observe``."""
+    return Operation.objects.create(space=space, member=member, key=key, fingerprint=fingerprint,
+                                    binding_generation=binding_generation, method=method, path=path,
+                                    state=OperationState.UNKNOWN, lease_epoch=0)
+
+
 def observe(*, operation: Operation, report: Report) -> Settled:
     """Store ``report`` and settle it against ``operation``; returns the record after it.
 

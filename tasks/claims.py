@@ -12,13 +12,11 @@ other and never receive the same task.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from functools import cache
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from allocation.runner import UnitOfWork
-from common.sql import Placeholder, insert_select, named_sql, written_fields
 from spaces.models import Member, Space
 from tasks import errors, graph
 from tasks.lifecycle import (
@@ -32,16 +30,14 @@ from tasks.lifecycle import (
 from tasks.models import (
     Claim,
     ClaimEnd,
-    Dependency,
     ClaimOrigin,
     EventKind,
     NotificationKind,
     Task,
-    TaskEvent,
     TaskStatus,
 )
-from tasks.filters import ready_queue
 from tasks.selectors import get_task
+from tasks.sql import claim_attnames, claim_next_sql
 
 
 def claim_expiry(space: Space, now: datetime) -> datetime:
@@ -65,52 +61,6 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
                  expires_at=claim.expires_at.isoformat(), cycle=task.cycle)
     recompute_status(task)
     return claim
-
-
-# `next {}` as one statement: pick the first of the ready queue with SKIP LOCKED (SPEC §13:
-# open, nothing live blocks it, carrying every label asked for; lowest priority, then lowest
-# number: tasks.filters.ready_queue, compiled by the ORM), mark it claimed, insert the claim
-# and its event, and answer with the tasks it blocks. An open task has no live claim and no
-# waiting attempt, so "claimed" is exactly what recompute_status would say. Column lists
-# come from the models.
-SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
-
-
-@cache
-def claim_next_sql() -> tuple[str, list[str]]:
-    """The statement, and the task's attribute names in the order it returns the task's columns:
-    built once, so each call hands the row straight to ``Task.from_db``."""
-    quote = connection.ops.quote_name
-    task_table = quote(Task._meta.db_table)
-    edges = quote(Dependency._meta.db_table)
-    claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
-                    "origin": f"'{ClaimOrigin.NEXT.value}'", "created_at": "%(now)s", "expires_at": "%(expires)s",
-                    "ended_at": "NULL", "end_reason": "''"}
-    event_values = {"space": "%(space)s", "task": "task_id", "kind": f"'{EventKind.CLAIMED.value}'",
-                    "actor": "%(member)s", "created_at": "%(now)s",
-                    "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
-                               "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
-    fields = written_fields(Task)
-    picked = named_sql(ready_queue(SPACE.example, LABELS.example).values("id")[:1], SPACE, LABELS)
-    sql = (
-        f"WITH picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
-        f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
-        f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
-        f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
-        f"event AS ({insert_select(TaskEvent, event_values)} FROM claim) "
-        f"SELECT claim.id, creator.name, ARRAY(SELECT waiting.number FROM {edges} AS d JOIN {task_table} AS waiting "
-        "ON waiting.id = d.task_id WHERE d.space_id = %(space)s AND d.blocker_id = claim.task_id "
-        "ORDER BY waiting.number), "
-        f"claimed.id, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
-        "FROM claim JOIN claimed ON claimed.id = claim.task_id "
-        f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
-    )
-    return sql, ["id", *(f.attname for f in fields)]
-
-
-@cache
-def claim_attnames() -> list[str]:
-    return [f.attname for f in Claim._meta.concrete_fields]
 
 
 def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),

@@ -35,7 +35,7 @@ from allocation.models import (
     OperationObservation,
     OperationState,
 )
-from allocation.settlement import Report, observe
+from allocation.settlement import Report, observe, open_operation
 from common.refusals import NotFound
 from spaces.models import ApiKey, Member, Space
 from spaces.services import hash_secret
@@ -60,10 +60,9 @@ def request_export(*, space: Space, actor: Member, api_key: ApiKey | None) -> Ex
     generation = api_key.generation if api_key is not None else 1
     fingerprint = hashlib.sha256(f"export\n{space.slug}\n{actor.pk}\n{key}".encode()).hexdigest()
     with transaction.atomic():
-        operation = Operation.objects.create(
-            space=space, member=actor, key=key, fingerprint=fingerprint, binding_generation=generation,
-            method="EXPORT", path=f"/v1/spaces/{space.slug}/exports", state=OperationState.UNKNOWN, lease_epoch=0,
-        )
+        operation = open_operation(space=space, member=actor, key=key, fingerprint=fingerprint,
+                                   binding_generation=generation, method="EXPORT",
+                                   path=f"/v1/spaces/{space.slug}/exports")
         return Export.objects.create(space=space, requested_by=actor, operation=operation,
                                      reserved_fingerprint=fingerprint, reserved_generation=generation)
 

@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from common.refusals import InvalidRequest, NotFound
 from spaces.models import Member, Space
 from spaces.selectors import as_int
-from tasks import errors
+from tasks import errors, sql
 from tasks.lifecycle import check_task_live, notify, record_event
 from tasks.models import (
     LIVE_STATUSES,
@@ -40,21 +40,15 @@ from tasks.models import (
 )
 from tasks.selectors import get_task
 
-# First keys of the two-key advisory lock space; the second is the space's or the task's id.
-GRAPH_LOCK_CLASS = 13
-UNBLOCKING_LOCK_CLASS = 14
-
-
 def lock_graph(space_id: int) -> None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, (%s %% 2147483647)::int)", [GRAPH_LOCK_CLASS, space_id])
+        cursor.execute(sql.GRAPH_LOCK_SQL, [sql.GRAPH_LOCK_CLASS, space_id])
 
 
 def share_lock(task_ids: Iterable[int]) -> None:
     """Hold these tasks' rows so none of them ends until this transaction commits."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM {Task._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR SHARE",
-                       [sorted(set(task_ids))])
+        cursor.execute(sql.share_lock_sql(), [sorted(set(task_ids))])
 
 
 def hold_unblocking(task_ids: Iterable[int]) -> None:
@@ -62,8 +56,7 @@ def hold_unblocking(task_ids: Iterable[int]) -> None:
     ids = sorted(set(task_ids))
     if ids:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT pg_advisory_xact_lock({UNBLOCKING_LOCK_CLASS}, (id %% 2147483647)::int) "
-                           "FROM unnest(%s::bigint[]) WITH ORDINALITY AS held(id, n) ORDER BY n", [ids])
+            cursor.execute(sql.UNBLOCKING_LOCKS_SQL, [ids])
 
 
 # --- Reading the graph -------------------------------------------------------------------
@@ -160,18 +153,8 @@ def find_cycle(task: Task, blocker: Task) -> list[int] | None:
     """The cycle ``task`` waiting on ``blocker`` would close, as numbers [task, blocker, …, task]."""
     if task.pk == blocker.pk:
         return [task.number, task.number]
-    table = Dependency._meta.db_table
     with connection.cursor() as cursor:
-        # Everything the blocker waits on, transitively, with the edge that reached it. The
-        # graph holds no cycle, so the walk ends; UNION keeps each edge once.
-        cursor.execute(
-            f"WITH RECURSIVE reach(id, via) AS ("
-            f" SELECT blocker_id, task_id FROM {table} WHERE space_id = %(space)s AND task_id = %(start)s"
-            f" UNION SELECT d.blocker_id, d.task_id FROM reach r JOIN {table} d"
-            f" ON d.space_id = %(space)s AND d.task_id = r.id) "
-            "SELECT id, via FROM reach",
-            {"space": task.space_id, "start": blocker.pk},
-        )
+        cursor.execute(sql.reach_sql(), {"space": task.space_id, "start": blocker.pk})
         reached: dict[int, int] = {}
         for node, via in cursor.fetchall():
             reached.setdefault(node, via)

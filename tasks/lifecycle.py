@@ -7,7 +7,8 @@ from typing import Any, Iterable
 from django.db import connection
 from django.utils import timezone
 
-from allocation.models import Occupancy
+from allocation import services as allocation
+from allocation.conflict_keys import ConflictKey
 from spaces.models import Member
 from tasks import errors
 from tasks.models import (
@@ -15,11 +16,11 @@ from tasks.models import (
     AttemptState,
     ClaimOrigin,
     Notification,
-    SlotDoneCount,
     Task,
     TaskEvent,
     TaskStatus,
 )
+from tasks.sql import count_done_sql
 
 
 def notify(*, members: Iterable[Member | int], kind: str, task: Task | None, **details: Any) -> None:
@@ -37,12 +38,8 @@ def count_done(task: Task) -> None:
     """One more done task for its catalog slot (the board's per-slot figures)."""
     if not task.work_item_id:
         return
-    table = SlotDoneCount._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (space_id, work_item_id, done) VALUES (%s, %s, 1) "
-            f"ON CONFLICT (space_id, work_item_id) DO UPDATE SET done = {table}.done + 1",
-            [task.space_id, task.work_item_id])
+        cursor.execute(count_done_sql(), [task.space_id, task.work_item_id])
 
 
 def live_claims(task: Task):
@@ -76,27 +73,15 @@ def recompute_status(task: Task) -> str:
 def release_occupancy(task: Task, *, to: Task | None = None) -> None:
     """SPEC §4.4: a task that stopped being live hands each key it occupies to ``to`` (a
     superseding survivor), else to the key's next live task, lowest number first; a key
-    with no live task left is free again."""
-    for occupancy in Occupancy.objects.select_for_update().filter(task=task).order_by("pk"):
-        successor = to
-        if successor is None:
-            successor = (
-                Task.objects.filter(
-                    space_id=task.space_id,
-                    conflict_kind=occupancy.kind,
-                    conflict_target=occupancy.target,
-                    delivery_mode=occupancy.delivery_mode,
-                    status__in=LIVE_STATUSES,
-                )
-                .exclude(pk=task.pk)
-                .order_by("number")
-                .first()
-            )
-        if successor is None:
-            occupancy.delete()
-        else:
-            occupancy.task = successor
-            occupancy.save(update_fields=["task"])
+    with no live task left is free again (allocation owns the occupancy rows)."""
+    def successor(key: ConflictKey) -> Task | None:
+        if to is not None:
+            return to
+        return (Task.objects.filter(space_id=task.space_id, conflict_kind=key.kind, conflict_target=key.target,
+                                    delivery_mode=key.delivery_mode, status__in=LIVE_STATUSES)
+                .exclude(pk=task.pk).order_by("number").first())
+
+    allocation.release_occupancy(task, successor=successor)
 
 
 def check_task_usable(task: Task) -> None:

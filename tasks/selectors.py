@@ -1,9 +1,6 @@
 """Reads of tasks, scoped to one space."""
 from __future__ import annotations
 
-from functools import cache
-
-from django.db import connection
 from django.db.models import QuerySet
 
 from common import refusals as errors
@@ -42,12 +39,3 @@ def task_with_work(*, space: Space, number: object) -> Task:
         .prefetch_related("claims__member", Prefetch("attempts", queryset=attempts))
         .get(pk=task.pk)
     )
-
-
-@cache
-def task_winner_sql() -> str:
-    """The occupying task a 409 names (number and status), for allocation's reserve statement,
-    which reads the occupancy row as ``o``; names from the model, as every statement here."""
-    quote, field = connection.ops.quote_name, Task._meta.get_field
-    return (f"SELECT {quote(field('number').column)}, {quote(field('status').column)} "
-            f"FROM {quote(Task._meta.db_table)} WHERE {quote(Task._meta.pk.column)} = o.task_id")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cache
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -20,13 +19,13 @@ from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode
 from allocation.runner import UnitOfWork
 from common.refusals import DomainError
-from common.sql import insert_select
 from spaces.models import Member, Role, Space
 from tasks.errors import NotTaskCreator
 from tasks.lifecycle import check_task_live, check_task_usable, record_event
 from tasks import graph
-from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskEvent, TaskStatus
-from tasks.selectors import get_task, task_winner_sql
+from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskStatus
+from tasks.selectors import get_task
+from tasks.sql import create_task_sql, task_winner_sql
 
 
 @dataclass
@@ -140,37 +139,6 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -
     return task
 
 
-# The mutation of SPEC §4.5.4 as one statement: drop the reservation (only while it is still
-# this intent's), number the task, insert it and its occupancy, and record the event. One
-# statement, so all of it happens or none does, in one round trip; a reservation that was
-# taken over creates nothing, so the occupancy's unique constraint is never the one to say no
-# (it stays the last word all the same).
-@cache
-def insert_task_sql() -> str:
-    quote = connection.ops.quote_name
-    taken, occupied = allocation.mutation_ctes()
-    task_values = {
-        "space": "%(space)s", "number": "task_counter", "title": "%(title)s", "body": "%(body)s",
-        "delivery_mode": "%(delivery_mode)s", "work_item_id": "%(work_item_id)s", "conflict_kind": "%(kind)s",
-        "conflict_target": "%(target)s", "status": "%(status)s", "cycle": "%(cycle)s", "creator": "%(creator)s",
-        "received_seq": "%(received_seq)s", "payload_sha256": "%(payload_sha256)s", "superseded_by": "NULL",
-        "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
-        "updated_at": "%(now)s", "priority": "%(priority)s", "labels": "%(labels)s::varchar[]",
-    }
-    event_values = {"space": "%(space)s", "task": "created.id", "kind": f"'{EventKind.CREATED.value}'",
-                    "actor": "%(creator)s", "details": "%(details)s::jsonb", "created_at": "%(now)s"}
-
-    return (
-        f"WITH {taken}, "
-        f"numbered AS (UPDATE {quote(Space._meta.db_table)} SET task_counter = task_counter + 1 "
-        "WHERE id = %(space)s AND EXISTS (SELECT 1 FROM taken) RETURNING task_counter), "
-        f"created AS ({insert_select(Task, task_values)} FROM numbered RETURNING id, number), "
-        f"{occupied}, "
-        f"event AS ({insert_select(TaskEvent, event_values)} FROM created) "
-        "SELECT id, number FROM created"
-    )
-
-
 def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, unit: UnitOfWork,
                                last: bool = False) -> bool:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
@@ -179,7 +147,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, uni
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
     with unit.alone(last=last), connection.cursor() as cursor:
-        cursor.execute(insert_task_sql(), {
+        cursor.execute(create_task_sql(), {
             "space": task.space_id, "title": task.title, "body": task.body,
             "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
             "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,

@@ -1,0 +1,170 @@
+"""The tasks app's own SQL: each statement it writes by hand, named and commented, built once
+from the models' metadata (tables and columns from ``_meta``, value lists from
+``common.sql.insert_select``), so a renamed column or a new field cannot be missed. The
+modules that run them (services, claims, graph, lifecycle) pass the parameters.
+
+Other apps' tables appear only through the parts their owners hand out:
+``allocation.services.mutation_ctes`` (the reservation and the occupancy) and
+``spaces.sql.next_task_number_cte`` (the space's task counter).
+"""
+from __future__ import annotations
+
+from functools import cache
+
+from django.db import connection
+
+from allocation import services as allocation
+from common.sql import Placeholder, insert_select, named_sql, written_fields
+from spaces.models import Member
+from spaces.sql import next_task_number_cte
+from tasks.filters import ready_queue
+from tasks.models import Claim, ClaimOrigin, Dependency, EventKind, SlotDoneCount, Task, TaskEvent, TaskStatus
+
+
+def quote(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def column(model, name: str) -> str:
+    return quote(model._meta.get_field(name).column)
+
+
+def table(model) -> str:
+    return quote(model._meta.db_table)
+
+
+# --- Creating a task (tasks.services) ------------------------------------------------------
+
+# The mutation of SPEC §4.5.4 as one statement: drop the reservation (only while it is still
+# this intent's), number the task, insert it and its occupancy, and record the event. One
+# statement, so all of it happens or none does, in one round trip; a reservation that was
+# taken over creates nothing, so the occupancy's unique constraint is never the one to say no
+# (it stays the last word all the same).
+@cache
+def create_task_sql() -> str:
+    taken, occupied = allocation.mutation_ctes()
+    task_values = {
+        "space": "%(space)s", "number": "task_counter", "title": "%(title)s", "body": "%(body)s",
+        "delivery_mode": "%(delivery_mode)s", "work_item_id": "%(work_item_id)s", "conflict_kind": "%(kind)s",
+        "conflict_target": "%(target)s", "status": "%(status)s", "cycle": "%(cycle)s", "creator": "%(creator)s",
+        "received_seq": "%(received_seq)s", "payload_sha256": "%(payload_sha256)s", "superseded_by": "NULL",
+        "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
+        "updated_at": "%(now)s", "priority": "%(priority)s", "labels": "%(labels)s::varchar[]",
+    }
+    event_values = {"space": "%(space)s", "task": "created.id", "kind": f"'{EventKind.CREATED.value}'",
+                    "actor": "%(creator)s", "details": "%(details)s::jsonb", "created_at": "%(now)s"}
+
+    return (
+        f"WITH {taken}, "
+        f"{next_task_number_cte(name='numbered', space='%(space)s', only_if='taken')}, "
+        f"created AS ({insert_select(Task, task_values)} FROM numbered RETURNING id, number), "
+        f"{occupied}, "
+        f"event AS ({insert_select(TaskEvent, event_values)} FROM created) "
+        "SELECT id, number FROM created"
+    )
+
+
+@cache
+def task_winner_sql() -> str:
+    """The occupying task a 409 names (number and status), for allocation's reserve statement,
+    which reads the occupancy row as ``o``; names from the model, as every statement here."""
+    field = Task._meta.get_field
+    return (f"SELECT {quote(field('number').column)}, {quote(field('status').column)} "
+            f"FROM {quote(Task._meta.db_table)} WHERE {quote(Task._meta.pk.column)} = o.task_id")
+
+
+# --- next (tasks.claims) ------------------------------------------------------------------
+
+# `next {}` as one statement: pick the first of the ready queue with SKIP LOCKED (SPEC §13:
+# open, nothing live blocks it, carrying every label asked for; lowest priority, then lowest
+# number: tasks.filters.ready_queue, compiled by the ORM), mark it claimed, insert the claim
+# and its event, and answer with the tasks it blocks. An open task has no live claim and no
+# waiting attempt, so "claimed" is exactly what recompute_status would say. Column lists
+# come from the models.
+SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
+
+
+@cache
+def claim_next_sql() -> tuple[str, list[str]]:
+    """The statement, and the task's attribute names in the order it returns the task's columns:
+    built once, so each call hands the row straight to ``Task.from_db``."""
+    task_table = quote(Task._meta.db_table)
+    edges = quote(Dependency._meta.db_table)
+    claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
+                    "origin": f"'{ClaimOrigin.NEXT.value}'", "created_at": "%(now)s", "expires_at": "%(expires)s",
+                    "ended_at": "NULL", "end_reason": "''"}
+    event_values = {"space": "%(space)s", "task": "task_id", "kind": f"'{EventKind.CLAIMED.value}'",
+                    "actor": "%(member)s", "created_at": "%(now)s",
+                    "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
+                               "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
+    fields = written_fields(Task)
+    picked = named_sql(ready_queue(SPACE.example, LABELS.example).values("id")[:1], SPACE, LABELS)
+    sql = (
+        f"WITH picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
+        f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
+        f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
+        f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
+        f"event AS ({insert_select(TaskEvent, event_values)} FROM claim) "
+        f"SELECT claim.id, creator.name, ARRAY(SELECT waiting.number FROM {edges} AS d JOIN {task_table} AS waiting "
+        "ON waiting.id = d.task_id WHERE d.space_id = %(space)s AND d.blocker_id = claim.task_id "
+        "ORDER BY waiting.number), "
+        f"claimed.id, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
+        "FROM claim JOIN claimed ON claimed.id = claim.task_id "
+        f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
+    )
+    return sql, ["id", *(f.attname for f in fields)]
+
+
+@cache
+def claim_attnames() -> list[str]:
+    return [f.attname for f in Claim._meta.concrete_fields]
+
+
+# --- The work graph's locks and walk (tasks.graph) -----------------------------------------
+
+# First keys of the two-key advisory lock space; the second is the space's or the task's id.
+GRAPH_LOCK_CLASS = 13
+UNBLOCKING_LOCK_CLASS = 14
+
+
+# The space's graph lock: held by whoever adds edges between existing tasks. Params: class, space.
+GRAPH_LOCK_SQL = "SELECT pg_advisory_xact_lock(%s, (%s %% 2147483647)::int)"
+
+
+@cache
+def share_lock_sql() -> str:
+    """These tasks' rows ``FOR SHARE``, in id order, so none ends before the transaction does.
+    Param: the ids."""
+    return f"SELECT {column(Task, 'id')} FROM {table(Task)} WHERE {column(Task, 'id')} = ANY(%s) ORDER BY 1 FOR SHARE"
+
+
+# The unblocking locks of these tasks, in the order given (id order). Param: the ids.
+UNBLOCKING_LOCKS_SQL = (f"SELECT pg_advisory_xact_lock({UNBLOCKING_LOCK_CLASS}, (id %% 2147483647)::int) "
+                        "FROM unnest(%s::bigint[]) WITH ORDINALITY AS held(id, n) ORDER BY n")
+
+
+@cache
+def reach_sql() -> str:
+    """Everything a task waits on, transitively, with the edge that reached it: ``(id, via)``
+    rows. The graph holds no cycle, so the walk ends; UNION keeps each edge once. Params:
+    space, start."""
+    edges, blocker, task, space = (table(Dependency), column(Dependency, "blocker"), column(Dependency, "task"),
+                                   column(Dependency, "space"))
+    return (f"WITH RECURSIVE reach(id, via) AS ("
+            f" SELECT {blocker}, {task} FROM {edges} WHERE {space} = %(space)s AND {task} = %(start)s"
+            f" UNION SELECT d.{blocker}, d.{task} FROM reach r JOIN {edges} d"
+            f" ON d.{space} = %(space)s AND d.{task} = r.id) "
+            "SELECT id, via FROM reach")
+
+
+# --- Counters (tasks.lifecycle) -----------------------------------------------------------
+
+
+@cache
+def count_done_sql() -> str:
+    """One more done task for its catalog slot (the board's per-slot figures). Params: space,
+    work item."""
+    counts, space, item, done = (table(SlotDoneCount), column(SlotDoneCount, "space"),
+                                 column(SlotDoneCount, "work_item_id"), column(SlotDoneCount, "done"))
+    return (f"INSERT INTO {counts} ({space}, {item}, {done}) VALUES (%s, %s, 1) "
+            f"ON CONFLICT ({space}, {item}) DO UPDATE SET {done} = {counts}.{done} + 1")
