@@ -12,9 +12,9 @@ the operation already there, that operation.
 The lock is held by the attempt's open transaction and by nothing else, so it is free
 the moment that transaction ends, however it ends (commit, rollback, a killed process
 or a dropped connection), and it holds behind a transaction-mode pooler as well as
-directly. Whether the key is valid is still decided by ``spaces.services.verified_key``,
-on the row returned; the SQL predicate mirrors that rule only to decide whether to lock
-and write.
+directly. Whether the key is valid is one condition, ``spaces.key_lookup.valid_key_sql``
+(compiled from the ORM, as every key lookup uses it): the statement returns the key row only
+from the keys it matched, so no row means no valid key, and nothing was locked or written.
 """
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from allocation.idempotency import first_touch_row
 from allocation.models import Operation
 from common.rows import instance
-from spaces.key_lookup import key_columns, key_from_row, key_row_width, key_tables
+from spaces.key_lookup import key_columns, key_from_row, key_row_width, key_tables, valid_key_params, valid_key_sql
 from spaces.models import ApiKey
-from spaces.services import hash_secret, split_key, verified_key
+from spaces.services import hash_secret, noted_use, split_key
 
 # The touch's columns that come from the key row rather than from the request.
 FROM_KEY = {"space": "k.space_id", "member": "k.member_id", "binding_generation": "k.generation"}
@@ -62,12 +62,12 @@ def touch_first(
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     values = [f.get_db_prep_save(f.pre_save(touch, add=True), db) for f in touched_fields() if f.name not in FROM_KEY]
     with connection.cursor() as cursor:
-        cursor.execute(touch_sql(), [prefix, secret_hash, touch.created_at, idempotency_key, *values,
-                                     idempotency_key, prefix])
+        cursor.execute(touch_sql(), [*valid_key_params(prefix, secret_hash), idempotency_key, *values,
+                                     idempotency_key])
         row = cursor.fetchone()
-    api_key = verified_key(None if row is None else key_from_row(row), secret)
-    if api_key is None:
+    if row is None:
         return None, None
+    api_key = noted_use(key_from_row(row))
     width = key_row_width()
     locked, touched_id, found = row[width], row[width + 1], row[width + 2:]
     if not locked:
@@ -97,9 +97,9 @@ def touched_fields() -> list:
 @cache
 def touch_sql() -> str:
     """Built once per process: the lock and first touch, conditioned on the key, then the key
-    row, whether the lock was taken, and any operation the touch found. Parameters: prefix,
-    secret hash and now for the valid key; the Idempotency-Key for the lock; the touch's own
-    values; the Idempotency-Key and prefix for the read."""
+    row (only a valid key's), whether the lock was taken, and any operation the touch found.
+    Parameters: the valid key's (``valid_key_params``); the Idempotency-Key for the lock; the
+    touch's own values; the Idempotency-Key for the read."""
     quote = connection.ops.quote_name
     operations = quote(Operation._meta.db_table)
     fields = touched_fields()
@@ -108,18 +108,16 @@ def touch_sql() -> str:
     found = ", ".join(f"o.{quote(f.column)}" for f in Operation._meta.concrete_fields)
     return (
         f"WITH valid AS MATERIALIZED (SELECT * FROM {quote(ApiKey._meta.db_table)} k "
-        "WHERE k.prefix = %s AND k.key_hash = %s AND k.revoked_at IS NULL "
-        "AND (k.expires_at IS NULL OR k.expires_at > %s)), "
+        f"WHERE {valid_key_sql()[0]}), "
         f"lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock({LOCK_KEY.format(member='member_id', key='%s')}) "
         "AS held FROM valid), "
         f"touched AS (INSERT INTO {operations} ({columns}) SELECT {values} "
         "FROM valid k, lock WHERE lock.held "
         "ON CONFLICT (space_id, member_id, key) DO NOTHING RETURNING id) "
         f"SELECT {key_columns()}, (SELECT held FROM lock), (SELECT id FROM touched), {found} "
-        f"{key_tables()} "
+        f"{key_tables(keys='valid')} "
         f"LEFT JOIN {operations} o ON o.space_id = k.space_id AND o.member_id = k.member_id AND o.key = %s "
-        "AND (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM touched) "
-        "WHERE k.prefix = %s"
+        "AND (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM touched)"
     )
 
 

@@ -89,11 +89,33 @@ def named_sql(queryset: models.QuerySet, *placeholders: Placeholder) -> str:
     Examples must not equal any constant of the query.
     """
     sql, params = queryset.query.sql_with_params()
+    return bind(sql, params, placeholders, lambda name: f"%({name})s")[0]
+
+
+def condition_sql(model: type[models.Model], condition: models.Q, alias: str,
+                  *placeholders: Placeholder) -> tuple[str, list[str]]:
+    """``condition`` over ``model`` as Django compiles it, for a hand-written statement that
+    reads the model's table as ``alias``: the SQL with a positional ``%s`` for each
+    placeholder (constants written in, as ``named_sql`` does), and the placeholders' names in
+    the order their parameters go."""
+    query = model.objects.filter(condition).query
+    sql, params = query.get_compiler(connection=connection).compile(query.where)
+    sql = sql.replace(f"{connection.ops.quote_name(model._meta.db_table)}.", f"{alias}.")
+    return bind(sql, params, placeholders, lambda name: "%s")
+
+
+def bind(sql: str, params, placeholders: tuple[Placeholder, ...], mark) -> tuple[str, list[str]]:
+    """``sql`` with each parameter equal to a placeholder's example marked (``mark(name)``) and
+    every other one written in as a literal; the names marked, in order."""
     pieces = sql.split("%s")
-    assert len(pieces) == len(params) + 1 and "%%" not in sql, "named_sql: unexpected placeholders"
-    out = [pieces[0]]
+    assert len(pieces) == len(params) + 1 and "%%" not in sql, "unexpected placeholders in compiled SQL"
+    out, names = [pieces[0]], []
     for param, piece in zip(params, pieces[1:]):
-        names = [p.name for p in placeholders if p.example == param]
-        out.append(f"%({names[0]})s" if names else connection.ops.compose_sql("%s", [param]))
+        found = [p.name for p in placeholders if p.example == param]
+        if found:
+            names.append(found[0])
+            out.append(mark(found[0]))
+        else:
+            out.append(connection.ops.compose_sql("%s", [param]))
         out.append(piece)
-    return "".join(out)
+    return "".join(out), names

@@ -8,6 +8,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
+from django.utils import timezone
 from django.utils.html import format_html
 
 from common.refusals import DomainError
@@ -127,7 +128,7 @@ class MemberAdmin(admin.ModelAdmin):
 
     @admin.display(description="live keys")
     def live_keys(self, member: Member) -> int:
-        return sum(1 for k in member.api_keys.all() if k.is_live())
+        return member.api_keys.filter(ApiKey.live(timezone.now())).count()
 
     def save_model(self, request, obj: Member, form, change: bool) -> None:
         try:

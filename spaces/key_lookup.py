@@ -6,11 +6,15 @@ unchanging text lets psycopg keep it as a prepared statement.
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from functools import cache
 
 from django.db import connection
+from django.db.models import Q
+from django.utils import timezone as django_timezone
 
 from common.rows import instance
+from common.sql import Placeholder, condition_sql
 from spaces.models import ApiKey, Member, Space
 
 JOINED = ((ApiKey, "k"), (Member, "m"), (Space, "s"))
@@ -24,19 +28,39 @@ def key_columns() -> str:
 
 
 @cache
-def key_tables() -> str:
-    """``FROM`` the key (alias ``k``) joined to its member (``m``) and space (``s``)."""
+def key_tables(keys: str | None = None) -> str:
+    """``FROM`` the key (alias ``k``; from ``keys``, a CTE of key rows, when given) joined to its
+    member (``m``) and space (``s``)."""
     quote = connection.ops.quote_name
     return (
-        f"FROM {quote(ApiKey._meta.db_table)} k "
+        f"FROM {keys or quote(ApiKey._meta.db_table)} k "
         f"JOIN {quote(Member._meta.db_table)} m ON m.id = k.member_id "
         f"JOIN {quote(Space._meta.db_table)} s ON s.id = k.space_id"
     )
 
 
+PREFIX = Placeholder("prefix", "\x00prefix")
+KEY_HASH = Placeholder("key_hash", "\x00hash")
+NOW = Placeholder("now", datetime(1901, 1, 1, tzinfo=timezone.utc))
+
+
+@cache
+def valid_key_sql() -> tuple[str, list[str]]:
+    """A valid key (SPEC §2), over the key table as ``k``: this prefix, this secret's hash, and
+    live (``ApiKey.live``), compiled by the ORM; and the order of its parameters' names
+    (``prefix``, ``key_hash``, ``now``). Every statement that authenticates uses it."""
+    valid = Q(prefix=PREFIX.example, key_hash=KEY_HASH.example) & ApiKey.live(NOW.example)
+    return condition_sql(ApiKey, valid, "k", PREFIX, KEY_HASH, NOW)
+
+
+def valid_key_params(prefix: str, key_hash: str) -> list:
+    values = {"prefix": prefix, "key_hash": key_hash, "now": django_timezone.now()}
+    return [values[name] for name in valid_key_sql()[1]]
+
+
 @cache
 def lookup_sql() -> str:
-    return f"SELECT {key_columns()} {key_tables()} WHERE k.prefix = %s"
+    return f"SELECT {key_columns()} {key_tables()} WHERE {valid_key_sql()[0]}"
 
 
 @cache
@@ -44,10 +68,11 @@ def key_row_width() -> int:
     return sum(len(model._meta.concrete_fields) for model, _ in JOINED)
 
 
-def key_by_prefix(prefix: str) -> ApiKey | None:
-    """The key with this prefix (unique), its ``member`` and ``space`` loaded; None if absent."""
+def valid_key(prefix: str, key_hash: str) -> ApiKey | None:
+    """The valid key with this prefix and secret hash, its ``member`` and ``space`` loaded; None
+    when there is none (unknown, wrong secret, revoked or expired)."""
     with connection.cursor() as cursor:
-        cursor.execute(lookup_sql(), [prefix])
+        cursor.execute(lookup_sql(), valid_key_params(prefix, key_hash))
         row = cursor.fetchone()
     return None if row is None else key_from_row(row)
 

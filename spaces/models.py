@@ -101,9 +101,11 @@ class ApiKey(models.Model):
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.member.name})"
 
-    def is_live(self, now=None) -> bool:
-        now = now or timezone.now()
-        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+    @staticmethod
+    def live(now) -> Q:
+        """Live (SPEC §2): not revoked, and not past its expiry. The rule's one statement: the key
+        lookups compile it into their SQL (``spaces.key_lookup``), lists of keys filter by it."""
+        return Q(revoked_at=None) & (Q(expires_at=None) | Q(expires_at__gt=now))
 
 
 class JoinLink(models.Model):

@@ -5,7 +5,6 @@ Every front (API, admin, commands) calls these; none of them writes these models
 from __future__ import annotations
 
 import hashlib
-import hmac
 import re
 import secrets
 import string
@@ -19,7 +18,7 @@ from django.utils import timezone
 from spaces import errors
 from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_key
 from spaces.fingerprints import request_fingerprint
-from spaces.key_lookup import key_by_prefix
+from spaces.key_lookup import valid_key
 from spaces.models import (
     ApiKey,
     CatalogChange,
@@ -76,7 +75,7 @@ def issue_key(*, member: Member, expires_at: datetime | None = None,
         member = Member.objects.select_for_update().get(pk=member.pk)
         now = timezone.now()
         keys = list(member.api_keys.order_by("created_at", "pk"))
-        live = [k for k in keys if k.is_live(now)]
+        live = list(member.api_keys.filter(ApiKey.live(now)).order_by("created_at", "pk"))
         generation = max((k.generation for k in keys), default=0) + 1
         for old in live[: max(0, len(live) - (MAX_LIVE_KEYS_PER_MEMBER - 1))]:
             ApiKey.objects.filter(pk=old.pk, revoked_at=None).update(revoked_at=now)
@@ -105,22 +104,15 @@ def authenticate_key(raw: str) -> ApiKey | None:
     if parts is None:
         return None
     prefix, secret = parts
-    return verified_key(key_by_prefix(prefix), secret)
+    key = valid_key(prefix, hash_secret(secret))
+    return None if key is None else noted_use(key)
 
 
-def verified_key(key: ApiKey | None, secret: str) -> ApiKey | None:
-    """``key`` (as looked up by its prefix) if ``secret`` is its secret and it is live, else None.
-
-    ``allocation.first_touch`` writes only for keys its SQL finds live with this hash:
-    the same rule, kept in step with this one.
-    """
-    if key is None or not hmac.compare_digest(key.key_hash, hash_secret(secret)):
-        return None
+def noted_use(key: ApiKey) -> ApiKey:
+    """``key``, a valid key just used, with its last use dated (throttled to keep reads cheap)."""
     now = timezone.now()
-    if not key.is_live(now):
-        return None
     if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
-        # Compare-and-set so concurrent requests write it once; throttled to keep reads cheap.
+        # Compare-and-set so concurrent requests write it once.
         # SKIP LOCKED: a request never waits for another one's open transaction to note the use.
         stale = ApiKey.objects.filter(pk=key.pk).filter(
             Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION))

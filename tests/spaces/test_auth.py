@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from allocation.models import Operation
 from spaces.models import ApiKey
 from tests.conftest import ApiClient
 
@@ -73,6 +74,27 @@ def test_a_revoked_key_is_401_on_the_very_next_request(writer):
 def test_an_expired_key_is_401(writer):
     ApiKey.objects.filter(member=writer.member).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert writer.api.get(f"/v1/spaces/{SLUG}").status_code == 401
+
+
+@pytest.mark.parametrize("broken", ["wrong secret", "revoked", "expired", "expires later"])
+def test_both_lookups_read_a_key_alike_with_and_without_an_idempotency_key(writer, broken):
+    """One rule (``ApiKey.live`` with the hash, compiled into both statements): the plain lookup
+    and the first touch of a keyed request accept and refuse the same keys, and a refused keyed
+    request writes no operation."""
+    key = writer.key
+    if broken == "wrong secret":
+        key = key[:-4] + ("0000" if not key.endswith("0000") else "1111")
+    elif broken == "revoked":
+        ApiKey.objects.filter(member=writer.member).update(revoked_at=timezone.now())
+    else:
+        delta = timedelta(seconds=-1 if broken == "expired" else 3600)
+        ApiKey.objects.filter(member=writer.member).update(expires_at=timezone.now() + delta)
+    expected = 201 if broken == "expires later" else 401
+    api = ApiClient(key)
+    assert api.post(f"/v1/spaces/{SLUG}/posts", {"body": "plain"}).status_code == expected
+    keyed = api.post(f"/v1/spaces/{SLUG}/posts", {"body": "keyed"}, headers={"Idempotency-Key": "k1"})
+    assert keyed.status_code == expected
+    assert Operation.objects.exists() == (expected == 201)
 
 
 def test_a_key_records_when_it_was_last_used(writer):
