@@ -47,7 +47,7 @@ def main() -> None:
         env = {**os.environ, "SPACES_URL": f"{base}/v1/spaces/bench", "SPACES_KEY": key}
         python = [timed([sys.executable, "-c", "pass"], env) for _ in range(args.calls)]
         cli = [timed([spaces, "next"], env) for _ in range(args.calls)]
-        from spaces.client import SpacesClient
+        from spaces_client.client import SpacesClient
 
         client = SpacesClient(f"{base}/v1/spaces/bench", key)
         client.next()  # the connection is open from here on

@@ -16,12 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def bench_database_url() -> str:
     """BENCH_DATABASE_URL, or a database on the embedded server in .postgres/bench (started here;
-    it keeps running for the next benchmark: `python -m settings.embedded_postgres stop bench`)."""
+    it keeps running for the next benchmark: `python -m devserver.embedded_postgres stop bench`)."""
     url = os.environ.get("BENCH_DATABASE_URL")
     if url:
         return url
     sys.path.insert(0, str(ROOT))
-    from settings import embedded_postgres
+    from devserver import embedded_postgres
 
     return with_database(embedded_postgres.start("bench"), "spaces_bench")
 

@@ -1,6 +1,6 @@
 """Settings for the Spaces service, read from the environment (SPEC §9).
 
-DATABASE_URL          postgres://…; unset: the embedded server bin/run starts (settings.embedded_postgres)
+DATABASE_URL          postgres://…; unset: the embedded server bin/run starts (devserver.embedded_postgres)
 DJANGO_SECRET_KEY     required when DJANGO_DEBUG=0
 DJANGO_DEBUG          "0" (default) or "1" (bin/run turns it on)
 DJANGO_ALLOWED_HOSTS  comma-separated; default "127.0.0.1,localhost" (plus "testserver" in debug)
@@ -12,8 +12,9 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from settings import embedded_postgres
-from settings.database_url import parse_database_url
+from common.database_url import parse_database_url
+from devserver import embedded_postgres
+
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

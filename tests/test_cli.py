@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 def spaces_cli(base: str, key: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = dict(os.environ, SPACES_URL=f"{base}/v1/spaces/agent-lab", SPACES_KEY=key, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "spaces.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "spaces_client.cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from settings.database_url import parse_database_url
+from common.database_url import parse_database_url
 
 
 def parse(url: str) -> dict:
@@ -45,7 +45,8 @@ def test_other_databases_are_refused(url):
 def test_without_database_url_the_running_embedded_server_is_used_else_it_says_how_to_start_one(monkeypatch):
     from django.core.exceptions import ImproperlyConfigured
 
-    from settings import base, embedded_postgres
+    from devserver import embedded_postgres
+    from settings import base
 
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setattr(embedded_postgres, "running_url", lambda name: None)
@@ -61,7 +62,7 @@ def test_without_database_url_the_running_embedded_server_is_used_else_it_says_h
 def test_the_embedded_server_reads_its_socket_from_its_pid_file(tmp_path, monkeypatch):
     import os
 
-    from settings import embedded_postgres
+    from devserver import embedded_postgres
 
     monkeypatch.setattr(embedded_postgres, "ROOT", tmp_path)
     assert embedded_postgres.running_url("run") is None

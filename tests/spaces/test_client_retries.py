@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from spaces.client import SpacesClient, SpacesRefusal, SpacesUnavailable
+from spaces_client.client import SpacesClient, SpacesRefusal, SpacesUnavailable
 
 
 class Flaky:
@@ -81,7 +81,7 @@ def test_it_gives_up_at_its_deadline_not_after_a_count_of_tries(flaky):
 
 
 def test_a_refusal_is_not_retried_and_the_cli_prints_its_fields(flaky, capsys, monkeypatch):
-    from spaces import cli
+    from spaces_client import cli
 
     server = flaky(["422"])
     with pytest.raises(SpacesRefusal):
@@ -95,7 +95,7 @@ def test_a_refusal_is_not_retried_and_the_cli_prints_its_fields(flaky, capsys, m
 
 
 def test_the_cli_keeps_a_multi_line_title_on_one_line():
-    from spaces.cli import describe_task
+    from spaces_client.cli import describe_task
 
     line = describe_task({"id": 3, "status": "open", "cycle": 1, "title": "first\nsecond"})
     assert "\n" not in line and "first ⏎ second" in line

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any, Callable
 
-from spaces.client import SpacesClient, SpacesRefusal, SpacesUnavailable
+from spaces_client.client import SpacesClient, SpacesRefusal, SpacesUnavailable
 
 
 def one_line(text: str) -> str:

@@ -6,9 +6,9 @@ production. Each user of it has its own data folder under ``.postgres/`` in the 
 (git-ignored): ``bin/run`` uses ``.postgres/run``, ``bin/test`` ``.postgres/test``. The
 server listens on a Unix socket in that folder only, never on a TCP port.
 
-    python -m settings.embedded_postgres start run   # start (initializing on first use); prints the URL
-    python -m settings.embedded_postgres url run     # the URL of the running server, or exit 1
-    python -m settings.embedded_postgres stop run    # stop it
+    python -m devserver.embedded_postgres start run   # start (initializing on first use); prints the URL
+    python -m devserver.embedded_postgres url run     # the URL of the running server, or exit 1
+    python -m devserver.embedded_postgres stop run    # stop it
 
 When running as root, the wheel runs the server as its own service user, since
 PostgreSQL refuses to run as root.
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent / ".postgres"
 DATABASE = "spaces"
 START_HINT = (
     "DATABASE_URL is unset and the embedded PostgreSQL server is not running. Start it with "
-    "`bin/run` (or `python -m settings.embedded_postgres start run`), or set DATABASE_URL=postgres://…"
+    "`bin/run` (or `python -m devserver.embedded_postgres start run`), or set DATABASE_URL=postgres://…"
 )
 
 
