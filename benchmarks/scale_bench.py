@@ -148,7 +148,7 @@ def board_data_ms(space, *, rounds: int = 30) -> float:
     """The board's full data (every column, every card, the summary), in this process."""
     import statistics
 
-    from tasks.board import board_data
+    from tasks.fronts.board import board_data
 
     times = []
     for _ in range(rounds):

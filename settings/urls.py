@@ -4,8 +4,8 @@ from django.views.decorators.cache import cache_page
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from tasks.board import board_data_view, board_page
-from tasks.mcp import MCPEndpoint
+from tasks.fronts.board import board_data_view, board_page
+from tasks.fronts.mcp import MCPEndpoint
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/v1/", permanent=False)),

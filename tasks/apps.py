@@ -7,4 +7,7 @@ class TasksConfig(AppConfig):
 
     def ready(self) -> None:
         from tasks import errors, reference  # noqa: F401  (registers refusals and sections)
-        from tasks import api  # noqa: F401  (registers the share token's reissuer: spaces.secrets)
+        # The fronts that register themselves: the REST views the share token's reissuer
+        # (spaces.secrets), the admin its model pages, the MCP toolset its tools (the MCP
+        # library looks for an app's `mcp` module; ours lives with the other fronts).
+        from tasks.fronts import admin, mcp, rest  # noqa: F401

@@ -129,7 +129,7 @@ def agents_section() -> dict:
     """The MCP tools and the CLI, described from the code that serves them."""
     import inspect
 
-    from tasks.mcp import SpacesTools
+    from tasks.fronts.mcp import SpacesTools
 
     tools = {
         name: inspect.getdoc(method).replace("\n", " ")

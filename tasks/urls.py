@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tasks import api
+from tasks.fronts import rest as api
 
 urlpatterns = [
     path("spaces/<slug:slug>/holds", api.HoldListView.as_view(), name="holds"),

@@ -9,7 +9,7 @@ import typing
 import httpx
 import pytest
 
-from tasks.mcp import SpacesTools
+from tasks.fronts.mcp import SpacesTools
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 from tests.live_server import gunicorn
