@@ -187,7 +187,7 @@ def export_figures(base: str, url: str, space, steward_key: str) -> str:
     import subprocess
     import urllib.request
 
-    from tasks.exports import request_export
+    from exports.services import request_export
 
     export = request_export(space=space, actor=space.members.get(role="steward"), api_key=None)
     env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="settings.benchmark", DJANGO_DEBUG="0",

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "spaces",
     "allocation",
     "tasks",
+    "exports",
     "mcp_server",
 ]
 

@@ -23,6 +23,7 @@ urlpatterns = [
     path("v1/", include("spaces.urls")),
     path("v1/", include("allocation.urls")),
     path("v1/", include("tasks.urls")),
+    path("v1/", include("exports.urls")),
 ]
 
 handler400 = "common.problems.bad_request_view"

@@ -130,20 +130,6 @@ class NotTaskCreator(DomainError):
     meaning = "Only a steward or the task's creator may withdraw it or change its priority and labels."
 
 
-class ExportNotFailed(DomainError):
-    code = "export_not_failed"
-    http_status = 409
-    title = "Export not failed"
-    meaning = "Only a failed export is retried by hand; one still unknown or in progress is retried by the worker."
-
-
-class ExportNotCompleted(DomainError):
-    code = "export_not_completed"
-    http_status = 409
-    title = "Export not completed"
-    meaning = "The export has not completed under the tuple it was reserved with; poll it and share once completed."
-
-
 class TaskBlocked(DomainError):
     code = "task_blocked"
     http_status = 409

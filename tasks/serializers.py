@@ -315,7 +315,3 @@ class SupersedeSerializer(FlatInputSerializer):
 
 class CloseSerializer(FlatInputSerializer):
     reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
-
-
-class ShareSerializer(FlatInputSerializer):
-    expires_in_hours = serializers.IntegerField(min_value=1, max_value=24 * 365, required=False, default=7 * 24)

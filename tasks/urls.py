@@ -25,11 +25,6 @@ urlpatterns = [
     path("spaces/<slug:slug>/tasks/<str:number>/supersede", api.SupersedeView.as_view(), name="task-supersede"),
     path("spaces/<slug:slug>/tasks/<str:number>/withdraw", api.WithdrawView.as_view(), name="task-withdraw"),
     path("spaces/<slug:slug>/tasks/<str:number>/reject", api.RejectTaskView.as_view(), name="task-reject"),
-    path("spaces/<slug:slug>/exports", api.ExportListView.as_view(), name="exports"),
-    path("spaces/<slug:slug>/exports/<str:export_id>", api.ExportDetailView.as_view(), name="export"),
-    path("spaces/<slug:slug>/exports/<str:export_id>/share", api.ExportShareView.as_view(), name="export-share"),
-    path("spaces/<slug:slug>/exports/<str:export_id>/retry", api.ExportRetryView.as_view(), name="export-retry"),
-    path("shares/<str:token>", api.SharedExportView.as_view(), name="share"),
     path("notifications", api.NotificationListView.as_view(), name="notifications"),
     path("notifications/read", api.NotificationReadView.as_view(), name="notifications-read"),
 ]

@@ -6,7 +6,7 @@ import json
 
 from allocation.models import Operation
 from spaces.models import ApiKey
-from tasks.exports import drain_exports
+from exports.services import drain_exports
 from tests.conftest import ApiClient
 
 S = "/v1/spaces/agent-lab"

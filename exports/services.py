@@ -39,18 +39,9 @@ from allocation.settlement import Report, observe, open_operation
 from common.refusals import NotFound
 from spaces.models import ApiKey, Member, Space
 from spaces.services import hash_secret
-from tasks import errors
-from tasks.models import (
-    Attempt,
-    Check,
-    Claim,
-    Export,
-    ExportChunk,
-    ExportResult,
-    Note,
-    Task,
-    TaskEvent,
-)
+from exports import errors
+from exports.models import Export, ExportChunk, ExportResult
+from tasks.models import Attempt, Check, Claim, Note, Task, TaskEvent
 
 logger = logging.getLogger("spaces.exports")
 

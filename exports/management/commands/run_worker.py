@@ -2,7 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks.exports import drain_exports
+from exports.services import drain_exports
 
 
 class Command(BaseCommand):

@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from allocation.models import ObservationKind, Operation, OperationObservation
 from allocation.settlement import Report, observe
-from tasks.exports import drain_exports
-from tasks.models import Claim, Export, ExportChunk, ExportResult, Notification, Task, TaskEvent
+from exports.models import Export, ExportChunk, ExportResult
+from exports.services import drain_exports
+from tasks.models import Claim, Notification, Task, TaskEvent
 from tests.factories import create_task
 from tests.conftest import ApiClient, load_agent_lab
 from tests.factories import member_with_key
@@ -67,7 +68,7 @@ def test_a_stale_report_opens_no_share(steward, space):
     Operation.objects.filter(pk=op.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     stale = Operation.objects.get(pk=op.pk)
     call_command("expire_operations")
-    from tasks.exports import lease_next_export
+    from exports.services import lease_next_export
 
     _, op2 = lease_next_export()
     assert op2.lease_epoch == 2
@@ -81,7 +82,7 @@ WORKER_THAT_HANGS = """
 import time
 import django
 django.setup()
-from tasks import exports
+from exports import services as exports
 
 real = exports.batches
 
@@ -144,7 +145,7 @@ def test_a_failing_export_says_why_stays_retryable_then_fails_and_a_steward_retr
                                                                                         monkeypatch):
     from django.core.management.base import CommandError
 
-    from tasks import exports
+    from exports import services as exports
 
     settings.SPACES_EXPORT_MAX_ATTEMPTS = 2
     create_task(space=space, actor=steward.member, title="Retry policy")
@@ -177,7 +178,7 @@ def test_a_failing_export_says_why_stays_retryable_then_fails_and_a_steward_retr
 
 
 def test_an_export_whose_workers_keep_dying_fails_when_its_attempts_run_out(steward, space, settings):
-    from tasks.exports import lease_next_export
+    from exports.services import lease_next_export
 
     settings.SPACES_EXPORT_MAX_ATTEMPTS = 2
     export_id = steward.api.post(f"{S}/exports").json()["id"]
