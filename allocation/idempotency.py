@@ -60,14 +60,20 @@ def is_transient(status: int, body: Any) -> bool:
     return status == 409 and isinstance(body, dict) and body.get("code") in TRANSIENT_CODES
 
 
+# What jsonb cannot hold: lone surrogates (valid JSON escapes, not valid Unicode), which
+# json.dumps(ensure_ascii=False) writes as themselves, and NUL, which it writes as the escape
+# \u0000 (one not itself behind an escaped backslash).
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
 
 def storable(body: Any) -> Any:
-    """``body`` as PostgreSQL's jsonb takes it: a refusal may echo the request's lone surrogates
-    (valid JSON escapes, not valid Unicode), which are stored as U+FFFD."""
+    """``body`` as PostgreSQL's jsonb takes it: a refusal may echo what the request sent, lone
+    surrogates and NULs included, which are stored as U+FFFD (and replayed so)."""
     text = json.dumps(body, ensure_ascii=False)
-    return json.loads(LONE_SURROGATE.sub("\ufffd", text)) if LONE_SURROGATE.search(text) else body
+    if not LONE_SURROGATE.search(text) and "\\u0000" not in text:
+        return body
+    return json.loads(NUL_ESCAPE.sub("\\1\ufffd", LONE_SURROGATE.sub("\ufffd", text)))
 
 
 def settle_operation(*, operation: Operation, status: int, body: Any, headers: dict[str, str],

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from allocation.runner import UnitOfWork, in_unit
 from allocation.conflict_keys import ConflictKey
-from allocation.idempotency import expire_operations, purge_operations
+from allocation.idempotency import expire_operations, purge_operations, storable
 from allocation.models import Operation, OperationState, Reservation
 from allocation.services import reserve
 from spaces import services
@@ -243,3 +243,23 @@ def test_a_window_answers_a_repeated_key_as_a_single_create_would(writer):
     results = response.json()["results"]
     assert [r["status"] for r in results] == [201, 409, 201]
     assert results[1]["body"]["winner"] == {"type": "task", "id": results[0]["body"]["number"], "status": "open"}
+
+
+@pytest.mark.parametrize("path, body, persona", [
+    ("/join-links", {"role": "writer\u0000"}, "steward"),
+    ("/tasks", {"title": "Retry policy", "delivery_mode": "result\u0000"}, "writer"),
+    ("/bind", {"title": "Retry policy", "delivery_mode": "result\u0000"}, "writer"),
+    ("/next", {"kind": "check\u0000"}, "writer"),
+    ("/tasks/window", {"proposals": [{"title": "Retry policy", "delivery_mode": "\u0000"}]}, "writer"),
+])
+def test_a_refusal_that_echoes_a_nul_is_stored_and_replayed_under_a_key(steward, writer, path, body, persona):
+    """jsonb holds no NUL: a refusal quoting the input is stored with U+FFFD in its place, so
+    the request and its retry answer the same refusal, never a 500."""
+    who = {"steward": steward, "writer": writer}[persona]
+    first = who.api.post(S + path, body, headers={"Idempotency-Key": "nul"})
+    assert first.status_code in (200, 422), first.content
+    again = who.api.post(S + path, body, headers={"Idempotency-Key": "nul"})
+    assert again.status_code == first.status_code and again["Idempotent-Replayed"] == "true"
+    assert again.json() == storable(first.json())
+    without_key = who.api.post(S + path, body)
+    assert without_key.status_code == first.status_code
