@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -55,7 +56,11 @@ class SpaceWithBindPreviewAdmin(SpaceAdmin):
             + super().get_urls()
 
     def bind_preview(self, request, space_id: int):
+        """The bind of a title against the space's catalog: it reads the space and its catalog,
+        so it takes the permission to view both (``is_staff`` alone opens nothing)."""
         space = get_object_or_404(Space, pk=space_id)
+        if not (self.has_view_permission(request, space) and request.user.has_perm("spaces.view_charteritem")):
+            raise PermissionDenied
         form = BindPreviewForm(request.GET or None)
         result = None
         if form.is_valid():

@@ -74,3 +74,19 @@ def test_the_permission_for_the_change_is_enough(space, writer):
     task = create_task(space=space, actor=writer.member, title="Retry policy")
     client.post("/admin/tasks/task/", {"action": "withdraw", "_selected_action": [str(task.pk)]})
     assert Task.objects.get(pk=task.pk).status == TaskStatus.WITHDRAWN
+
+
+def test_the_bind_preview_takes_the_permission_to_view_the_space_and_its_catalog(space):
+    """Any staff user used to open any space's bind preview (slot ids, scores); now it takes
+    view_space and view_charteritem."""
+    path = f"/admin/spaces/space/{space.pk}/bind/?title=Retry+policy"
+    staff = user_with([])
+    client = Client()
+    client.force_login(staff)
+    assert client.get(path).status_code == 403
+    staff.user_permissions.set(Permission.objects.filter(codename="view_space"))
+    client.force_login(User.objects.get(pk=staff.pk))
+    assert client.get(path).status_code == 403
+    staff.user_permissions.set(Permission.objects.filter(codename__in=["view_space", "view_charteritem"]))
+    client.force_login(User.objects.get(pk=staff.pk))
+    assert client.get(path).status_code == 200
