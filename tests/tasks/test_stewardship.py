@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from allocation.models import Occupancy
 from tasks.models import Claim, Notification, Task
+from tests.conftest import ApiClient
 from tests.factories import create_task
 
 S = "/v1/spaces/agent-lab"
@@ -129,3 +130,14 @@ def test_holding_a_slot_records_held_in_the_history_of_its_live_tasks_once(stewa
     refused = writer.api.post("/v1/spaces/agent-lab/tasks", {"title": "review agent benchmark"})
     assert refused.json()["code"] in ("conflict_key_held", "conflict_key_occupied")
     assert steward.api.delete("/v1/spaces/agent-lab/holds/T1").status_code == 204
+
+
+def test_any_member_lists_the_held_slots_and_only_a_steward_holds_one(steward, reader):
+    """The decision docs/api.md records: reading holds is a member's (a create meets them as
+    409 conflict_key_held), holding and releasing a steward's."""
+    assert steward.api.post(f"{S}/holds", {"work_item_id": "T1"}).status_code == 201
+    listed = reader.api.get(f"{S}/holds")
+    assert listed.status_code == 200 and [h["work_item_id"] for h in listed.json()["results"]] == ["T1"]
+    assert reader.api.post(f"{S}/holds", {"work_item_id": "T2"}).json()["error"] == "forbidden"
+    assert reader.api.delete(f"{S}/holds/T1").json()["error"] == "forbidden"
+    assert ApiClient(None).get(f"{S}/holds").status_code == 401
