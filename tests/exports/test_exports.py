@@ -13,6 +13,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 
 from allocation.models import ObservationKind, Operation, OperationObservation
@@ -269,3 +270,30 @@ def test_a_share_keeps_only_a_hash_expires_and_can_be_revoked(steward, anonymous
     assert anonymous.get(f"/v1/shares/{again}").status_code == 404  # revoked
     assert steward.api.delete(f"{S}/exports/{export_id}/share").status_code == 404
     assert steward.api.post(f"{S}/exports/{export_id}/share", {"expires_in_hours": 0}).status_code == 422
+
+
+def test_the_worker_outlives_its_database_connection(steward):
+    """The database dropped the worker's connection (a restart, ``pg_terminate_backend``): the
+    worker says so, opens a new one and goes on, and a later export completes."""
+    worker = subprocess.Popen([sys.executable, "manage.py", "run_worker", "--poll", "0.2"], cwd=ROOT,
+                              env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = steward.api.post(f"{S}/exports").json()["id"]
+        wait_for(lambda: Export.objects.get(pk=first).operation.state == "completed", "the first export")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        second = steward.api.post(f"{S}/exports").json()["id"]
+        wait_for(lambda: Export.objects.get(pk=second).operation.state == "completed", "the export after")
+        assert worker.poll() is None, worker.stderr.read()
+    finally:
+        worker.terminate()
+        out, err = worker.communicate(timeout=30)
+    assert f"Export {second}: attempt 1 completed." in out
+
+
+def wait_for(condition, what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not complete"
+        time.sleep(0.1)

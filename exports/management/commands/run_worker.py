@@ -1,8 +1,13 @@
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import InterfaceError, OperationalError, connection
 
 from exports.services import drain_exports
+
+# While the database is away (a restart, a failover), wait this long between tries, doubling
+# up to the most: an export cut off mid-write is taken again once its lease runs out.
+FIRST_WAIT, MOST_WAIT = 1.0, 30.0
 
 
 class Command(BaseCommand):
@@ -25,8 +30,20 @@ class Command(BaseCommand):
                 shown[0] = time.monotonic()
                 self.stdout.write(f"Export {export}: {rows:,} {section} rows written…")
 
+        wait = FIRST_WAIT
         while True:
-            outcomes = drain_exports(progress)
+            try:
+                outcomes = drain_exports(progress)
+            except (OperationalError, InterfaceError) as error:
+                connection.close()  # a connection the server dropped is no use: the next try opens a new one
+                if once:
+                    raise CommandError(f"The database is not reachable: {error}".strip()) from error
+                self.stderr.write(f"The database is not reachable ({str(error).strip() or type(error).__name__}); "
+                                  f"trying again in {wait:g} s.")
+                time.sleep(wait)
+                wait = min(wait * 2, MOST_WAIT)
+                continue
+            wait = FIRST_WAIT
             for outcome in outcomes:
                 if outcome.state == "completed":
                     self.stdout.write(f"Export {outcome.export}: attempt {outcome.attempt} completed.")
