@@ -62,16 +62,16 @@ def touch_first(
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     values = [f.get_db_prep_save(f.pre_save(touch, add=True), db) for f in touched_fields() if f.name not in FROM_KEY]
     with connection.cursor() as cursor:
-        cursor.execute(touch_sql(), [*valid_key_params(prefix, secret_hash), idempotency_key, *values,
-                                     idempotency_key])
+        cursor.execute(touch_sql(), [*valid_key_params(prefix, secret_hash), idempotency_key, fingerprint,
+                                     idempotency_key, *values, idempotency_key])
         row = cursor.fetchone()
     if row is None:
         return None, None
     api_key = noted_use(key_from_row(row))
     width = key_row_width()
     locked, touched_id, found = row[width], row[width + 1], row[width + 2:]
-    if not locked:
-        return api_key, Touch(False, None, False)
+    if not locked:  # a live attempt holds the lock, or the tuple does not match (``found``: to refuse it)
+        return api_key, Touch(False, None if found[0] is None else instance(Operation, found), False)
     if touched_id is not None:
         touch.pk, touch.space_id, touch.member_id = touched_id, api_key.space_id, api_key.member_id
         touch.binding_generation = api_key.generation
@@ -98,26 +98,33 @@ def touched_fields() -> list:
 def touch_sql() -> str:
     """Built once per process: the lock and first touch, conditioned on the key, then the key
     row (only a valid key's), whether the lock was taken, and any operation the touch found.
-    Parameters: the valid key's (``valid_key_params``); the Idempotency-Key for the lock; the
-    touch's own values; the Idempotency-Key for the read."""
+    Parameters: the valid key's (``valid_key_params``); the Idempotency-Key and fingerprint
+    for the tuple check; the Idempotency-Key for the lock; the touch's own values; the
+    Idempotency-Key for the read."""
     quote = connection.ops.quote_name
     operations = quote(Operation._meta.db_table)
     fields = touched_fields()
     columns = ", ".join(quote(f.column) for f in fields)
     values = ", ".join(FROM_KEY.get(f.name, "%s") for f in fields)
     found = ", ".join(f"o.{quote(f.column)}" for f in Operation._meta.concrete_fields)
+    # A request whose tuple does not match the stored operation's (another body, another key
+    # generation) is refused whatever happens, so it takes no lock: it must never hold the
+    # operation's lock while the operation's own attempt is between its two transactions.
+    mine = f"o.space_id = k.space_id AND o.member_id = k.member_id AND o.{quote('key')} = %s"
     return (
         f"WITH valid AS MATERIALIZED (SELECT * FROM {quote(ApiKey._meta.db_table)} k "
         f"WHERE {valid_key_sql()[0]}), "
+        f"stranger AS MATERIALIZED (SELECT o.id FROM {operations} o, valid k WHERE {mine} "
+        "AND (o.fingerprint <> %s OR o.binding_generation <> k.generation)), "
         f"lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock({LOCK_KEY.format(member='member_id', key='%s')}) "
-        "AS held FROM valid), "
+        "AS held FROM valid WHERE NOT EXISTS (SELECT 1 FROM stranger)), "
         f"touched AS (INSERT INTO {operations} ({columns}) SELECT {values} "
         "FROM valid k, lock WHERE lock.held "
         "ON CONFLICT (space_id, member_id, key) DO NOTHING RETURNING id) "
-        f"SELECT {key_columns()}, (SELECT held FROM lock), (SELECT id FROM touched), {found} "
+        f"SELECT {key_columns()}, coalesce((SELECT held FROM lock), false), (SELECT id FROM touched), {found} "
         f"{key_tables(keys='valid')} "
-        f"LEFT JOIN {operations} o ON o.space_id = k.space_id AND o.member_id = k.member_id AND o.key = %s "
-        "AND (SELECT held FROM lock) AND NOT EXISTS (SELECT 1 FROM touched)"
+        f"LEFT JOIN {operations} o ON {mine} "
+        "AND ((SELECT held FROM lock) OR EXISTS (SELECT 1 FROM stranger)) AND NOT EXISTS (SELECT 1 FROM touched)"
     )
 
 

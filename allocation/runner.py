@@ -28,6 +28,7 @@ leaves a committed reservation naming the operation, which the retry takes over.
 from __future__ import annotations
 
 import secrets
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -45,6 +46,7 @@ from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
 
 IN_PROGRESS_RETRY_AFTER_MS = 500
+RELOCK_PAUSES = (0, 0.005, 0.01, 0.02, 0.04, 0.08)  # seconds before each try of UnitOfWork.hold
 
 
 @dataclass
@@ -162,10 +164,21 @@ class UnitOfWork:
     def hold(self) -> None:
         """Take this unit's lock again in its new transaction; raises ``UnitOvertaken`` when
         another attempt holds or has settled the operation. A unit without an operation has
-        nobody to be overtaken by."""
+        nobody to be overtaken by.
+
+        A request with this Idempotency-Key and another body may hold the lock for a moment:
+        when the operation it is refused by committed after its first touch read, it takes
+        the lock before it can tell (``allocation.first_touch``) and lets go when it refuses,
+        a round trip later. So the unit waits such a moment out (about 150 ms in all) before
+        it counts itself overtaken; an attempt that really took the operation over holds the
+        lock for its whole work, or has completed it by then."""
         if self.operation is None:
             return
-        locked, current = relock(self.operation)
+        for pause in RELOCK_PAUSES:
+            time.sleep(pause)
+            locked, current = relock(self.operation)
+            if locked or current.state == OperationState.COMPLETED:
+                break
         if not locked or current.state == OperationState.COMPLETED:
             self.overtaken = current
             raise UnitOvertaken(current)
@@ -235,6 +248,9 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *,
                 unit.end(commit=False)
                 return None, None
             if not touch.locked:
+                if touch.operation is not None:  # another tuple's operation: its refusal, no lock taken
+                    check_tuple(touch.operation, api_key=api_key, idempotency_key=idempotent.key,
+                                fingerprint=fingerprint)
                 raise in_progress()
             operation = touch.operation or Operation.objects.get(
                 space_id=api_key.space_id, member_id=api_key.member_id, key=idempotent.key)  # committed after the touch read

@@ -126,16 +126,20 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
     created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit,
                                          last=last and not intent.blocked_by)
-    if created and intent.blocked_by:
-        graph.add_on_create(task, intent.blocked_by, task.creator)
     if not created:
         unit.hold()  # raises when another attempt of this operation took it over
+        # The lock was held only for a moment (a request refused anyway, UnitOfWork.hold): the
+        # reservation may still be ours, so the mutation runs once more, now under the lock.
+        created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit)
+    if not created:
         # Our reservation lapsed and another intent took it over (the key is its, or still being
         # taken), or a rival occupied the key as we reserved it.
         occupancy = allocation.find_occupancy(space, key)
         if occupancy is not None:
             raise allocation.occupied_error(occupancy, key)
         raise allocation.reserved_error(reservation, key)
+    if intent.blocked_by:
+        graph.add_on_create(task, intent.blocked_by, task.creator)
     return task
 
 

@@ -178,3 +178,29 @@ def test_eight_identical_idempotent_requests_across_processes_have_one_effect():
             kinds["in_progress"] += 1
     assert kinds["original"] == 1
     assert Operation.objects.get().response_status == 201
+
+
+def test_a_first_attempt_is_never_overtaken_by_a_request_refused_anyway():
+    """Seven requests with one Idempotency-Key at once, each with a body of its own: the one
+    whose touch stored the operation creates its task, and the six others are refused (422
+    idempotency_key_reused, or 409 in progress while it runs). A refused request never takes
+    the operation's lock between the first one's two transactions (the first touch locks only
+    for a request whose tuple matches the operation's), so every round has its 201."""
+    load_agent_lab()
+    space = Space.objects.get(slug="agent-lab")
+    _, key = member_with_key(space, "writer", "agent")
+    rounds = 30
+    with gunicorn(workers=4) as base:
+        answers: list[list[tuple[int, str]]] = []
+        for round_ in range(rounds):
+            def work(index: int, round_: int = round_) -> list:
+                response = httpx.post(f"{base}{S}/tasks", json={"title": f"round {round_} body {index}"}, timeout=60,
+                                      headers={"Authorization": f"Bearer {key}", "Idempotency-Key": f"k{round_}"})
+                body = response.json()
+                return [(response.status_code, body.get("code") or body.get("error"))]
+
+            answers.append(run_clients(7, work))
+    assert [sum(status == 201 for status, _ in round_) for round_ in answers] == [1] * rounds, answers
+    refused = Counter(answer for round_ in answers for answer in round_ if answer[0] != 201)
+    assert set(refused) <= {(422, "idempotency_key_reused"), (409, "idempotency_in_progress")}, refused
+    assert Task.objects.count() == rounds and not Reservation.objects.exists()
