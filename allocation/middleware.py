@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
 
 from allocation.runner import Answer, Idempotent, UnitOfWork, check_idempotency_key, run_unit
 from common.problems import PROBLEM_JSON, problem_response
-from common.refusals import DomainError, InvalidRequest
+from common.refusals import DomainError, InvalidRequest, ServiceUnavailable
 from spaces.auth import bearer_token, request_api_key
 
 REPLAYED_HEADERS = ("Retry-After", "Location")
@@ -34,6 +35,14 @@ class UnitOfWorkMiddleware:
     def __call__(self, request):
         if request.method not in MUTATING or not request.path.startswith("/v1/"):
             return self.get_response(request)
+        try:
+            return self.in_unit(request)
+        except (OperationalError, InterfaceError):
+            # The database is away (its own answer, or the view's, could not be had): SPEC §3's
+            # 503 with Retry-After. Nothing of the unit committed; a retry is safe.
+            return problem_response(ServiceUnavailable())
+
+    def in_unit(self, request):
         idempotent = self.idempotent(request)
         if isinstance(idempotent, HttpResponse):
             return idempotent

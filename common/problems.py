@@ -6,9 +6,11 @@ One exception handler for DRF, plus JSON handlers for what Django answers itself
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
@@ -37,6 +39,13 @@ def flatten_validation(detail: Any) -> dict[str, list[str]] | list[str]:
     return [str(detail)]
 
 
+def database_away(exc: BaseException | None) -> bool:
+    """The database could not be reached or dropped the connection (SPEC §3: 503, not 500).
+    OperationalError is PostgreSQL's class for "the operation could not run now", which
+    a retry may change; InterfaceError, a connection already closed."""
+    return isinstance(exc, (OperationalError, InterfaceError))
+
+
 def translate(exc: Exception) -> errors.DomainError | None:
     """Map framework exceptions onto the registry's refusals."""
     if isinstance(exc, errors.DomainError):
@@ -61,6 +70,8 @@ def translate(exc: Exception) -> errors.DomainError | None:
     if isinstance(exc, drf.Throttled):
         wait_ms = int((exc.wait or 1) * 1000)
         return errors.RateLimited(retry_after_ms=wait_ms, headers={"Retry-After": str(max(1, wait_ms // 1000))})
+    if database_away(exc):
+        return errors.ServiceUnavailable()
     if isinstance(exc, drf.NotAcceptable):
         return errors.InvalidRequest("This route answers JSON only.", fields={"Accept": ["Use application/json."]})
     return None
@@ -88,4 +99,8 @@ def permission_denied_view(request, exception=None) -> JsonResponse:
 
 
 def server_error_view(request) -> JsonResponse:
+    """What Django answers for an exception nothing else rendered (it is still being handled):
+    503 when the database is away, else 500."""
+    if database_away(sys.exc_info()[1]):
+        return problem_response(errors.ServiceUnavailable())
     return problem_response(errors.ServerError())

@@ -148,3 +148,18 @@ class IdempotencyKeyReused(DomainError):
     http_status = 422
     title = "Idempotency-Key reused"
     meaning = "This Idempotency-Key was first used with another request (method, path or body): use a new key."
+
+
+DATABASE_RETRY_AFTER_SECONDS = 2
+
+
+class ServiceUnavailable(DomainError):
+    code = "service_unavailable"
+    http_status = 503
+    title = "Service unavailable"
+    meaning = ("The database cannot be reached right now (a restart, a failover): retry after `Retry-After` "
+               "seconds; with an Idempotency-Key the retry is safe.")
+
+    def __init__(self, detail: str | None = None, **extra: Any) -> None:
+        super().__init__(detail, headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)}, **extra)
+
