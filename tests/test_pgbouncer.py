@@ -9,12 +9,14 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import httpx
+import psycopg
 import pytest
 from django.db import connection
 
@@ -32,12 +34,13 @@ POOLER_OPTIONS = "prepare_threshold=none&server_side_binding=false&disable_serve
 
 
 @contextmanager
-def pgbouncer() -> Iterator[str]:
-    """PgBouncer in transaction mode before the test database; yields the DATABASE_URL through it.
+def pgbouncer(server: dict | None = None) -> Iterator[str]:
+    """PgBouncer in transaction mode, configured as docs/deploying.md says, before the test
+    database (or ``server``: HOST, PORT, USER, NAME); yields the DATABASE_URL through it.
     It refuses to run as root: it runs as the database server's own user then."""
     binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
     assert os.path.exists(binary), "PgBouncer is missing: apt-get install pgbouncer (bin/test does, as root)"
-    db = connection.settings_dict
+    db = server or connection.settings_dict
     host, port = db["HOST"] or "127.0.0.1", db["PORT"] or "5432"
     folder = Path(tempfile.mkdtemp(prefix="pgbouncer-"))
     listen = free_port()
@@ -55,6 +58,7 @@ pool_mode = transaction
 max_client_conn = 500
 default_pool_size = 20
 ignore_startup_parameters = extra_float_digits,options
+server_login_retry = 1
 logfile = {folder / "pgbouncer.log"}
 pidfile = {folder / "pgbouncer.pid"}
 """)
@@ -139,3 +143,56 @@ def test_an_export_through_a_transaction_mode_pooler(steward, space):
             document = httpx.get(f"{base}/v1/shares/{token}", timeout=60).json()
     assert [t["title"] for t in document["tasks"]] == [f"export row {n}" for n in range(7)]
     assert len(document["history"]) == 7
+
+
+def test_a_database_restart_behind_the_pooler_is_over_in_seconds():
+    """With docs/deploying.md's ``server_login_retry = 1`` PgBouncer tries a failed login again
+    within a second: a restart of the database costs the agents its own downtime, not the
+    15 s PgBouncer waits by default after a login fails. A database of its own, restarted."""
+    from devserver import embedded_postgres
+
+    name = "pooler-restart"
+    embedded_postgres.start(name)
+    try:
+        pid_lines = (embedded_postgres.data_dir(name) / "postmaster.pid").read_text().splitlines()
+        server = {"HOST": pid_lines[4].strip(), "PORT": pid_lines[3].strip(), "USER": "postgres",
+                  "NAME": embedded_postgres.DATABASE}
+        with pgbouncer(server) as url:
+            dsn = url.split("?")[0].replace("postgres://", "postgresql://", 1)
+
+            def answers() -> bool:
+                try:
+                    with psycopg.connect(dsn, autocommit=True, connect_timeout=2, prepare_threshold=None) as conn:
+                        return conn.execute("SELECT 1").fetchone() == (1,)
+                except psycopg.Error:
+                    return False
+
+            assert answers()
+            embedded_postgres.stop(name)
+            # An agent's query while the server is down: PgBouncer's login for it fails (the
+            # query waits in the pooler meanwhile), which starts its server_login_retry.
+            waiting = threading.Thread(target=answers, daemon=True)
+            waiting.start()
+            time.sleep(1)
+            restart(name)
+            back = time.monotonic()
+            while not answers():
+                assert time.monotonic() - back < 60, "the pooler never reached the restarted server"
+                time.sleep(0.1)
+            waited = time.monotonic() - back
+            waiting.join(timeout=30)
+    finally:
+        embedded_postgres.stop(name)
+    assert waited < 5, f"{waited:.1f} s after the server was back"
+
+
+def restart(name: str) -> None:
+    """Start a stopped embedded server again with the options it ran with (pg_ctl restart reads
+    them from postmaster.opts)."""
+    import embedded_postgres
+
+    from devserver.embedded_postgres import data_dir
+
+    folder = data_dir(name)
+    server = embedded_postgres.get_server(folder, cleanup_mode=None)
+    embedded_postgres.pg_ctl(["-w", "restart"], pgdata=folder, user=server.system_user)
