@@ -7,12 +7,12 @@ from rest_framework.response import Response
 
 from allocation import services
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
-from spaces.api.serializers import StrictCharField
+from spaces.api.serializers import StrictCharField, StrictInputSerializer
 from spaces.api.views import SpaceView
 from spaces.catalog import MAX_TITLE
 
 
-class BindSerializer(serializers.Serializer):
+class BindSerializer(StrictInputSerializer):
     title = StrictCharField(max_length=MAX_TITLE, allow_blank=True, trim_whitespace=False)
     work_item_id = StrictCharField(max_length=32, required=False, allow_null=True)
     delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
@@ -27,6 +27,6 @@ class BindView(SpaceView):
         return Response(result.as_dict())
 
 
-class HoldSerializer(serializers.Serializer):
+class HoldSerializer(StrictInputSerializer):
     work_item_id = StrictCharField(max_length=32)
     reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="")

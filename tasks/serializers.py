@@ -12,6 +12,7 @@ from spaces.api.serializers import (
     AuthorSerializer,
     FlatInputSerializer,
     StrictCharField,
+    StrictInputSerializer,
 )
 from spaces.catalog import MAX_TITLE
 from tasks import graph
@@ -194,7 +195,7 @@ class BlockerSerializer(FlatInputSerializer):
     task = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
 
 
-class WindowSerializer(serializers.Serializer):
+class WindowSerializer(StrictInputSerializer):
     proposals = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=MAX_WINDOW)
 
 
@@ -304,7 +305,7 @@ class NotificationSerializer(serializers.ModelSerializer):
         return notification.read_at is not None
 
 
-class MarkReadSerializer(serializers.Serializer):
+class MarkReadSerializer(StrictInputSerializer):
     ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, max_length=1000)
 
 

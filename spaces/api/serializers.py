@@ -11,7 +11,22 @@ from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Role, Spa
 MAX_BODY = 64 * 1024  # SPEC §3: a task, post or note body is at most 64 KiB
 
 
-class FlatInputSerializer(serializers.Serializer):
+class StrictInputSerializer(serializers.Serializer):
+    """An input serializer that refuses a field it does not know (SPEC §3, strict input): a
+    misspelt ``work_item_id`` is a 422 naming it and the fields the route takes, never a
+    request quietly read without it."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            taken = sorted(name for name, field in self.fields.items() if not field.read_only)
+            unknown = sorted(str(name) for name in data if name not in self.fields or self.fields[name].read_only)
+            if unknown:
+                message = f"Unknown field; this route takes: {', '.join(taken) or 'no fields'}."
+                raise serializers.ValidationError({name: [message] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class FlatInputSerializer(StrictInputSerializer):
     """An input serializer whose fields are all plain values (strings, numbers, booleans, choices).
 
     DRF binds a fresh copy of the declared fields to every serializer it builds, by deep
@@ -74,7 +89,7 @@ class SpaceSerializer(serializers.ModelSerializer):
         read_only_fields = ["slug", "created_at"]
 
 
-class SpaceUpdateSerializer(serializers.Serializer):
+class SpaceUpdateSerializer(StrictInputSerializer):
     name = StrictCharField(max_length=200, required=False)
     task_claim_hours = serializers.IntegerField(min_value=1, max_value=24, required=False)
     confirmations_required = serializers.IntegerField(min_value=0, max_value=100, required=False)
@@ -98,15 +113,15 @@ class MemberSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "role", "created_at", "keys"]
 
 
-class MemberRoleSerializer(serializers.Serializer):
+class MemberRoleSerializer(StrictInputSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
 
 
-class IssueKeySerializer(serializers.Serializer):
+class IssueKeySerializer(StrictInputSerializer):
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
-class JoinLinkCreateSerializer(serializers.Serializer):
+class JoinLinkCreateSerializer(StrictInputSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
     max_uses = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1_000_000)
@@ -118,7 +133,7 @@ class JoinLinkSerializer(serializers.ModelSerializer):
         fields = ["id", "role", "expires_at", "max_uses", "uses", "created_at"]
 
 
-class JoinSerializer(serializers.Serializer):
+class JoinSerializer(StrictInputSerializer):
     link = StrictCharField(max_length=2000)
     name = StrictCharField(max_length=100, required=False)
 
@@ -129,7 +144,7 @@ class CharterItemSerializer(serializers.ModelSerializer):
         fields = ["work_item_id", "canonical_title", "aliases", "updated_at"]
 
 
-class CharterUpsertSerializer(serializers.Serializer):
+class CharterUpsertSerializer(StrictInputSerializer):
     canonical_title = StrictCharField(max_length=MAX_TITLE)
     aliases = serializers.ListField(
         child=StrictCharField(max_length=MAX_TITLE), max_length=MAX_ALIASES, required=False, default=list
@@ -159,6 +174,6 @@ class PostSerializer(serializers.ModelSerializer):
         return post.withheld_at is not None
 
 
-class PostCreateSerializer(serializers.Serializer):
+class PostCreateSerializer(StrictInputSerializer):
     title = StrictCharField(max_length=MAX_TITLE, required=False, allow_blank=True, default="")
     body = StrictCharField(max_bytes=MAX_BODY)

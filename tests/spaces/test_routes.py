@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from django.utils import timezone
 
 from allocation.catalog_index import catalog_index
 from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Space
+from tasks.models import Task
 from tests.conftest import ApiClient
 
 S = "/v1/spaces/agent-lab"
@@ -205,3 +208,30 @@ def test_history_rows_name_themselves(space, writer):
 
     create_task(space=space, actor=writer.member, title="Retry policy")
     assert str(TaskEvent.objects.get()).startswith("created · ")
+
+
+@pytest.mark.parametrize("method, path, body, unknown", [
+    ("post", f"{S}/tasks", {"title": "Retry policy", "work_itme_id": "T2"}, "work_itme_id"),
+    ("post", f"{S}/tasks", {"titel": "Retry policy"}, "titel"),
+    ("post", f"{S}/tasks/window", {"proposals": [{"title": "Retry policy"}], "extra": 1}, "extra"),
+    ("post", f"{S}/next", {"wait_for": 5}, "wait_for"),
+    ("post", f"{S}/posts", {"body": "x", "id": 7}, "id"),
+    ("post", f"{S}/bind", {"title": "Retry policy", "mode": "result"}, "mode"),
+])
+def test_an_unknown_body_field_is_422_naming_it_and_the_fields_the_route_takes(writer, method, path, body, unknown):
+    """SPEC §3 strict input: a misspelt field must not quietly become a title-fallback create."""
+    response = getattr(writer.api, method)(path, body)
+    assert response.status_code == 422, response.content
+    fields = response.json()["fields"]
+    found = fields.get(unknown) or next(v for v in fields.values() if isinstance(v, (dict, list)) and unknown in str(v))
+    assert "this route takes" in str(found)
+    assert Task.objects.count() == 0
+
+
+def test_a_window_proposal_with_an_unknown_field_is_answered_as_its_single_create(writer):
+    response = writer.api.post(f"{S}/tasks/window", {"proposals": [{"title": "Retry policy", "labelz": ["x"]},
+                                                                  {"title": "Write the onboarding guide"}]})
+    assert response.status_code == 200
+    first, second = response.json()["results"]
+    assert first["status"] == 422 and "this route takes" in first["body"]["fields"]["labelz"][0]
+    assert second["status"] == 201 and Task.objects.count() == 1
