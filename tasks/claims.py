@@ -101,7 +101,7 @@ def claim_task(*, space: Space, member: Member, number: object, join: bool = Fal
     """``next {"number": N, "join"?}``: claim task N if open, or hold it beside others with ``join``."""
     with transaction.atomic():
         task = get_task(space=space, number=number, lock=True)
-        check_task_usable(task)
+        check_task_live(task)  # a done, rejected or withdrawn task is closed, whichever it is
         mine = live_claims(task).filter(member=member).first()
         if mine is not None:
             return task, mine  # already holding it: claiming again changes nothing

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from spaces.catalog import MAX_ALIASES, MAX_TITLE
@@ -117,13 +118,20 @@ class MemberRoleSerializer(StrictInputSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
 
 
+def future(value):
+    """SPEC §3: an expiry already past is refused (a key or link would be born dead)."""
+    if value is not None and value <= timezone.now():
+        raise serializers.ValidationError("Must be in the future.")
+    return value
+
+
 class IssueKeySerializer(StrictInputSerializer):
-    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, validators=[future])
 
 
 class JoinLinkCreateSerializer(StrictInputSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
-    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, validators=[future])
     max_uses = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1_000_000)
 
 

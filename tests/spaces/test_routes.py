@@ -235,3 +235,14 @@ def test_a_window_proposal_with_an_unknown_field_is_answered_as_its_single_creat
     first, second = response.json()["results"]
     assert first["status"] == 422 and "this route takes" in first["body"]["fields"]["labelz"][0]
     assert second["status"] == 201 and Task.objects.count() == 1
+
+
+def test_an_expiry_already_past_is_422_for_a_key_and_a_join_link(steward, writer):
+    past = (timezone.now() - timedelta(seconds=1)).isoformat()
+    link = steward.api.post(f"{S}/join-links", {"role": "writer", "expires_at": past})
+    assert link.status_code == 422 and "expires_at" in link.json()["fields"]
+    key = steward.api.post(f"{S}/members/{writer.member.pk}/keys", {"expires_at": past})
+    assert key.status_code == 422 and "expires_at" in key.json()["fields"]
+    assert not JoinLink.objects.exists() and ApiKey.objects.filter(member=writer.member).count() == 1
+    later = (timezone.now() + timedelta(hours=1)).isoformat()
+    assert steward.api.post(f"{S}/join-links", {"role": "writer", "expires_at": later}).status_code == 201

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -93,3 +94,10 @@ def test_task_detail_lists_live_claims_and_attempts(writer, reader, tasks3):
     writer.api.post(f"{S}/next")
     body = reader.api.get(f"{S}/tasks/1").json()
     assert [c["member"]["name"] for c in body["claims"]] == ["writer"] and body["attempts"] == []
+
+
+@pytest.mark.parametrize("ending", ["withdraw", "reject"])
+def test_claiming_a_task_that_ended_answers_task_closed_whichever_way_it_ended(steward, writer, tasks3, ending):
+    assert steward.api.post(f"{S}/tasks/2/{ending}", {}).status_code == 200
+    response = writer.api.post(f"{S}/next", {"number": 2})
+    assert response.status_code == 409 and response.json()["error"] == "task_closed", response.json()
