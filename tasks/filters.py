@@ -2,6 +2,7 @@
 import re
 
 import django_filters
+from django import forms
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.contrib.postgres.fields import ArrayField
 from django.db.models import CharField, Exists, F, OuterRef, Q, QuerySet, Value
@@ -43,14 +44,38 @@ def ready_queue(space_id: int, labels: list[str]) -> QuerySet:
             .order_by(*NEXT_ORDER))
 
 
+class StrictBooleanField(forms.NullBooleanField):
+    """``true``/``false`` (or 1/0, yes/no) and nothing else: ``?ready=maybe`` is a 422 (SPEC
+    §3), not a list that quietly ignores the filter."""
+
+    widget = forms.TextInput  # the raw value: NullBooleanField's select reads anything else as "unknown"
+
+    def to_python(self, value):
+        if value in (None, ""):
+            return None
+        word = str(value).strip().lower()
+        if word in ("true", "1", "yes"):
+            return True
+        if word in ("false", "0", "no"):
+            return False
+        raise forms.ValidationError("Must be true or false.", code="invalid")
+
+    def validate(self, value) -> None:
+        pass
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+
 class TaskFilter(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=TaskStatus.choices)
     work_item_id = django_filters.CharFilter()
     delivery_mode = django_filters.ChoiceFilter(choices=TASK_DELIVERY_MODE_CHOICES)
     creator = django_filters.NumberFilter(field_name="creator_id")
     priority = django_filters.MultipleChoiceFilter(choices=[(str(p), str(p)) for p in PRIORITIES])
-    ready = django_filters.BooleanFilter(method="filter_ready")
-    blocked = django_filters.BooleanFilter(method="filter_blocked")
+    ready = StrictBooleanFilter(method="filter_ready")
+    blocked = StrictBooleanFilter(method="filter_blocked")
     q = django_filters.CharFilter(method="filter_q", max_length=MAX_QUERY)
     order = django_filters.ChoiceFilter(choices=[("number", "number"), ("next", "next")], method="filter_order")
 

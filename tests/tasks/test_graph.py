@@ -208,6 +208,10 @@ def test_lists_filter_by_ready_blocked_priority_and_labels(writer):
     assert numbers("ready=true&label=db") == [1, 3]
     assert writer.api.get(f"{S}/tasks?label=bad%20label").status_code == 422
     assert writer.api.get(f"{S}/tasks?priority=7").status_code == 422
+    for bad in ("ready=maybe", "blocked=2", "ready=yesplease"):
+        response = writer.api.get(f"{S}/tasks?{bad}")
+        assert response.status_code == 422 and bad.split("=")[0] in response.json()["fields"], bad
+    assert numbers("ready=1") == numbers("ready=true") == numbers("ready=yes")
     listed = writer.api.get(f"{S}/tasks").json()["results"]
     assert [(t["blocked_by"], t["blocks"]) for t in listed] == [([], [2]), ([1], []), ([], [])]
 
