@@ -17,7 +17,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from allocation.runner import UnitOfWork
-from spaces.models import Member, Space
+from common.refusals import InvalidRequest
+from spaces.models import Member, Role, Space
 from tasks import errors, graph
 from tasks.lifecycle import (
     check_task_live,
@@ -149,7 +150,10 @@ def give_back(*, task: Task, member: Member) -> tuple[Task, Claim]:
 
 def assign_task(*, task: Task, member: Member, actor: Member) -> tuple[Task, Claim]:
     """A steward's claim for ``member`` (status ``assigned``); same limits as a join. Returns the
-    task as it is now and the claim."""
+    task as it is now and the claim. A reader attempts nothing (SPEC §2), so is assigned nothing."""
+    if member.role == Role.READER:
+        raise InvalidRequest(f"{member.name} is a reader and cannot attempt tasks; assign a writer or a steward.",
+                             fields={"member": ["A reader cannot be assigned a task."]})
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)
         check_task_live(task)

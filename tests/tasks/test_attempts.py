@@ -231,6 +231,14 @@ def test_assign_is_a_stewards_claim(steward, writer, tasks3):
     assert writer.api.post(f"{S}/tasks/1/assign", {"member": writer.member.pk}).status_code == 403
 
 
+def test_a_reader_cannot_be_assigned_a_task(steward, reader, tasks3):
+    """A reader attempts nothing (SPEC §2): assigning one is a 422 naming the member, and the
+    task stays open."""
+    response = steward.api.post(f"{S}/tasks/1/assign", {"member": reader.member.pk})
+    assert response.status_code == 422 and "member" in response.json()["fields"]
+    assert Task.objects.get(number=1).status == "open"
+
+
 def test_in_zero_confirmation_spaces_a_doer_still_cannot_reject_a_rival(space, writer, writer2, tasks3):
     set_space(space, confirmations_required=0)
     writer.api.post(f"{S}/next", {"number": 1})
