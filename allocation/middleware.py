@@ -15,6 +15,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
 
 from allocation.runner import Answer, Idempotent, UnitOfWork, check_idempotency_key, run_unit
+from common import json_input
 from common.problems import PROBLEM_JSON, problem_response
 from common.refusals import DomainError, InvalidRequest, ServiceUnavailable
 from spaces.auth import bearer_token, request_api_key
@@ -89,7 +90,7 @@ class UnitOfWorkMiddleware:
                 return None  # the view answers 401 first
             return problem_response(error)
         try:
-            body = json.loads(request.body or b"null")
+            body = json_input.loads(request.body or b"null")
         except (ValueError, UnicodeDecodeError):
             return None  # the view answers 400 malformed_json (or 401)
         return Idempotent(raw_key=raw_key, key=idempotency_key, method=request.method, path=request.path, body=body)

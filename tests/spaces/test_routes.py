@@ -246,3 +246,15 @@ def test_an_expiry_already_past_is_422_for_a_key_and_a_join_link(steward, writer
     assert not JoinLink.objects.exists() and ApiKey.objects.filter(member=writer.member).count() == 1
     later = (timezone.now() + timedelta(hours=1)).isoformat()
     assert steward.api.post(f"{S}/join-links", {"role": "writer", "expires_at": later}).status_code == 201
+
+
+@pytest.mark.parametrize("headers", [{}, {"Idempotency-Key": "dup"}])
+def test_a_json_object_naming_a_member_twice_is_400_malformed_json(writer, headers):
+    """SPEC §3: the last one does not quietly win."""
+    response = writer.api.post(f"{S}/tasks", raw='{"title": "Retry policy", "title": "Other"}', headers=headers)
+    assert response.status_code == 400 and response.json()["error"] == "malformed_json", response.content
+    assert "twice" in response.json()["detail"]
+    nested = writer.api.post(f"{S}/tasks/window", raw='{"proposals": [{"title": "a", "body": "x", "body": "y"}]}')
+    assert nested.status_code == 400
+    assert writer.api.post(f"{S}/tasks", raw='{"title": NaN}').status_code == 400
+    assert Task.objects.count() == 0
