@@ -67,7 +67,7 @@ class SpaceAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
     inlines = [CharterItemInline]
     readonly_fields = ["catalog_version", "task_counter", "created_at"]
-    fields = ["slug", "name", "task_claim_hours", "confirmations_required", "allocation_window_seconds",
+    fields = ["slug", "name", "task_claim_hours", "claim_lease_seconds", "confirmations_required", "allocation_window_seconds",
               "max_claims_per_task", "max_attempts_per_cycle", "catalog_version", "task_counter", "created_at"]
 
     @admin.display(description="catalog rows")

@@ -11,6 +11,8 @@ class Space(models.Model):
     name = models.CharField(max_length=200)
     # SPEC §6 settings; ranges are check constraints below.
     task_claim_hours = models.PositiveSmallIntegerField(default=4)
+    # SPEC §15: a claim's lease, renewed by heartbeats; None leaves claims at task_claim_hours.
+    claim_lease_seconds = models.PositiveIntegerField(null=True, blank=True)
     confirmations_required = models.PositiveSmallIntegerField(default=1)
     allocation_window_seconds = models.PositiveIntegerField(default=15)
     max_claims_per_task = models.PositiveSmallIntegerField(default=3)
@@ -28,6 +30,10 @@ class Space(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(task_claim_hours__gte=1, task_claim_hours__lte=24), name="space_claim_hours_1_24"
+            ),
+            models.CheckConstraint(
+                condition=Q(claim_lease_seconds__isnull=True) | Q(claim_lease_seconds__gte=10, claim_lease_seconds__lte=3600),
+                name="space_claim_lease_10_3600",
             ),
             models.CheckConstraint(condition=Q(confirmations_required__gte=0), name="space_confirmations_gte_0"),
             models.CheckConstraint(

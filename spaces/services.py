@@ -143,6 +143,7 @@ def revoke_key(*, key: ApiKey) -> ApiKey:
 SPACE_SETTINGS = (
     "name",
     "task_claim_hours",
+    "claim_lease_seconds",
     "confirmations_required",
     "allocation_window_seconds",
     "max_claims_per_task",

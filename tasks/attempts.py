@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from spaces.models import Member, Post, Space
 from spaces.selectors import as_int
-from tasks import errors, graph
+from tasks import errors, graph, wakeups
 from tasks.claims import end_claims
 from tasks.lifecycle import (
     check_task_live,
@@ -92,6 +92,7 @@ def mark_done(*, task: Task, member: Member, post_id: object) -> tuple[Task, Att
             space_id=task.space_id, task=task, number=number, cycle=task.cycle, member=member, post=post
         )
         record_event(task=task, kind=EventKind.ATTEMPT, actor=member, attempt=number, post=post.pk, cycle=task.cycle)
+        wakeups.work_ready(task.space_id)  # an attempt to check (SPEC §15)
         to_notify = {post.author_id} - {member.pk}
         if first_of_cycle:
             holders = set(live_claims(task).values_list("member_id", flat=True))
@@ -215,6 +216,7 @@ def reopen(*, task: Task, rejected: Attempt, actor: Member) -> dict:
     task.save(update_fields=["cycle", "status", "updated_at"])
     record_event(task=task, kind=EventKind.REOPENED, actor=actor, **details)
     notify(members=affected, kind=NotificationKind.TASK_REOPENED, task=task, **details)
+    wakeups.work_ready(task.space_id)
     return details
 
 

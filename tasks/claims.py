@@ -19,12 +19,11 @@ from django.utils import timezone
 from allocation.runner import UnitOfWork
 from common.refusals import InvalidRequest
 from spaces.models import Member, Role, Space
-from tasks import errors, graph
+from tasks import errors, graph, wakeups
 from tasks.lifecycle import (
     check_task_live,
     check_task_usable,
     live_claims,
-    notify,
     recompute_status,
     record_event,
 )
@@ -33,15 +32,19 @@ from tasks.models import (
     ClaimEnd,
     ClaimOrigin,
     EventKind,
-    NotificationKind,
     Task,
     TaskStatus,
 )
+from tasks.lapses import due_claims, lapse_due
 from tasks.selectors import get_task
 from tasks.sql import claim_attnames, claim_next_sql
 
 
 def claim_expiry(space: Space, now: datetime) -> datetime:
+    """When a claim made or renewed at ``now`` lapses (SPEC §15): the space's lease when it has
+    one, else ``task_claim_hours``."""
+    if space.claim_lease_seconds is not None:
+        return now + timedelta(seconds=space.claim_lease_seconds)
     return now + timedelta(hours=space.task_claim_hours)
 
 
@@ -73,14 +76,20 @@ def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
     queueing behind it, and the partial index task_open_by_priority keeps the search small
     however many tasks have finished. One statement, and nothing after it: ``unit.alone``.
     """
-    now = timezone.now()
-    expires_at = claim_expiry(space, now)
     sql, task_attnames = claim_next_sql()
-    with unit.alone(), connection.cursor() as cursor:
-        cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
-                             "expires_iso": expires_at.isoformat(), "labels": list(labels)})
-        row = cursor.fetchone()
-    if row is None:
+    for _ in range(3):
+        now = timezone.now()
+        expires_at = claim_expiry(space, now)
+        with unit.alone(), connection.cursor() as cursor:
+            cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
+                                 "expires_iso": expires_at.isoformat(), "labels": list(labels)})
+            due, *row = cursor.fetchone()
+        if not due:
+            break
+        # A claim in this space is past its expiry: it counts as ended already, so its task may
+        # be the one to hand out. The statement claimed nothing; record the lapse, then pick.
+        lapse_due(space_id=space.pk, now=now)
+    if row[0] is None:
         return None
     claim_id, creator_name, blocks = row[0], row[1], row[2]
     task = Task.from_db(connection.alias, task_attnames, row[3:])
@@ -92,7 +101,7 @@ def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
                                       (task.creator_id, space.pk, creator_name))
     values = {"id": claim_id, "space_id": space.pk, "task_id": task.pk, "member_id": member.pk,
               "cycle": task.cycle, "origin": ClaimOrigin.NEXT, "created_at": now, "expires_at": expires_at,
-              "ended_at": None, "end_reason": ""}
+              "last_heartbeat_at": None, "ended_at": None, "end_reason": ""}
     claim = Claim.from_db(connection.alias, claim_attnames(), [values[name] for name in claim_attnames()])
     claim.task, claim.member = task, member
     return task, claim
@@ -143,7 +152,8 @@ def give_back(*, task: Task, member: Member) -> tuple[Task, Claim]:
             raise errors.NotHolding(f"You hold no live claim on task {task.number}.")
         end_claims(Claim.objects.filter(pk=claim.pk), ClaimEnd.GAVE_BACK)
         record_event(task=task, kind=EventKind.GIVEN_BACK, actor=member, claim=claim.pk, cycle=claim.cycle)
-        recompute_status(task)
+        if recompute_status(task) == TaskStatus.OPEN:
+            wakeups.work_ready(task.space_id)
         claim.refresh_from_db()
         return task, claim
 
@@ -172,26 +182,37 @@ def end_claims(claims, reason: str) -> int:
     return claims.filter(ended_at=None).update(ended_at=timezone.now(), end_reason=reason)
 
 
-def expire_claims(*, now: datetime | None = None, dry_run: bool = False) -> int:
-    """Lapse claims past their expiry, notify their holders, recompute the tasks' status.
+def heartbeat(*, task: Task, member: Member) -> Claim:
+    """Renew the caller's live claim (SPEC §15): its expiry moves to a lease from now. A caller
+    whose claim lapsed is told so (``claim_lapsed``; a done is still an attempt), anyone else
+    that they hold nothing (``not_holder``). Under the task's row lock, so a lapse and a
+    heartbeat meeting at the expiry are ordered: the one that came first wins."""
+    with transaction.atomic():
+        task = get_task(space=task.space, number=task.number, lock=True)  # lapses what is due first
+        now = timezone.now()
+        claim = task.claims.filter(Claim.live(now), member=member).first()
+        if claim is not None:
+            claim.expires_at, claim.last_heartbeat_at = claim_expiry(task.space, now), now
+            claim.save(update_fields=["expires_at", "last_heartbeat_at"])
+            claim.member = member
+            return claim
+        last = task.claims.filter(member=member).order_by("-pk").first()
+    # Refused outside the block, so the lapse recorded on the way stays recorded.
+    if last is not None and last.end_reason == ClaimEnd.LAPSED:
+        raise errors.ClaimLapsed(
+            f"Your claim on task {task.number} lapsed at {last.ended_at.isoformat()}; claim it again "
+            "to go on (a done still counts as an attempt).", lapsed_at=last.ended_at.isoformat())
+    raise errors.NotHolder(f"You hold no claim on task {task.number}.")
 
-    Safe to run from several places at once: each claim is ended by one compare-and-set,
-    and only the run that ended it notifies and records the event.
+
+def expire_claims(*, now: datetime | None = None, dry_run: bool = False) -> int:
+    """Record the lapse of every claim past its expiry (``tasks.lapses``); how many lapsed.
+
+    Safe to run from several places at once, and beside ``next`` and the reads that record
+    lapses too: each claim is ended by one compare-and-set, and only the one that ended it
+    notifies and records the event.
     """
     now = now or timezone.now()
-    due = Claim.objects.filter(ended_at=None, expires_at__lte=now).order_by("task_id", "pk")
     if dry_run:
-        return due.count()
-    lapsed = 0
-    for claim in due.select_related("task", "task__space").iterator():
-        with transaction.atomic():
-            task = Task.objects.select_for_update(no_key=True).get(pk=claim.task_id)
-            if Claim.objects.filter(pk=claim.pk, ended_at=None).update(ended_at=now, end_reason=ClaimEnd.LAPSED) != 1:
-                continue  # another run got it first
-            record_event(task=task, kind=EventKind.LAPSED, actor=None, member=claim.member_id, claim=claim.pk,
-                         cycle=claim.cycle)
-            notify(members=[claim.member_id], kind=NotificationKind.CLAIM_LAPSED, task=task, claim=claim.pk,
-                   task_number=task.number)
-            recompute_status(task)
-            lapsed += 1
-    return lapsed
+        return due_claims(now=now).count()
+    return lapse_due(now=now)

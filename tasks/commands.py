@@ -140,6 +140,13 @@ def give_back(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
     return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
 
 
+@command("heartbeat", Role.WRITER)
+def heartbeat(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
+    """SPEC §15: renew the caller's live claim on task ``number``."""
+    claim = claims.heartbeat(task=selectors.get_task(space=member.space, number=number), member=member)
+    return Reply(200, {"claim": ClaimSerializer(claim).data})
+
+
 @command("assign_task", Role.STEWARD, input=AssignSerializer)
 def assign_task(caller: Member, *, unit: UnitOfWork, number: object, member: int) -> Reply:
     assignee = get_member(space=caller.space, member_id=member)

@@ -46,6 +46,21 @@ class NotHolding(DomainError):
     meaning = "You hold no live claim on this task, so there is nothing to give back."
 
 
+class ClaimLapsed(DomainError):
+    code = "claim_lapsed"
+    http_status = 409
+    title = "Claim lapsed"
+    meaning = ("Your claim passed its expiry before this heartbeat (SPEC §15): claim the task again to go on; "
+               "a done still records an attempt.")
+
+
+class NotHolder(DomainError):
+    code = "not_holder"
+    http_status = 409
+    title = "Not holder"
+    meaning = "You hold no claim on this task, so there is nothing to renew."
+
+
 class AttemptLimit(DomainError):
     code = "attempt_limit"
     http_status = 409

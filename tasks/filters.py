@@ -120,6 +120,9 @@ def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
     """A space's tasks as a list's query parameters ask (every front's one reading of them), and
     whether they are ordered other than by number (by match for ``q``, as ``next`` takes them
     for ``order=next``), and so paged by offset."""
+    from tasks.lapses import lapse_due  # lapses records through lifecycle, whose SQL reads this module
+
+    lapse_due(space_id=space.pk)  # a list meets lapses too (SPEC §15): recorded, then shown
     statuses = params.getlist("status")
     include = params.get("include_superseded", "").lower() in ("1", "true", "yes")
     tasks = selectors.list_tasks(space=space, include_superseded=include or TaskStatus.SUPERSEDED in statuses)

@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from common.refusals import InvalidRequest, NotFound
 from spaces.models import Member, Space
 from spaces.selectors import as_int
-from tasks import errors, sql
+from tasks import errors, sql, wakeups
 from tasks.lifecycle import check_task_live, notify, record_event
 from tasks.models import (
     LIVE_STATUSES,
@@ -239,6 +239,7 @@ def record_unblocked(task: Task, *, actor: Member | None, **details: object) -> 
     if task.status != TaskStatus.OPEN:
         return
     record_event(task=task, kind=EventKind.UNBLOCKED, actor=actor, **details)
+    wakeups.work_ready(task.space_id)
     if task.creator_id is not None:
         notify(members=[task.creator_id], kind=NotificationKind.TASK_UNBLOCKED, task=task, task_number=task.number)
 

@@ -14,6 +14,7 @@ from tasks import errors
 from tasks.models import (
     LIVE_STATUSES,
     AttemptState,
+    Claim,
     ClaimOrigin,
     Notification,
     Task,
@@ -43,7 +44,8 @@ def count_done(task: Task) -> None:
 
 
 def live_claims(task: Task):
-    return task.claims.filter(ended_at=None)
+    """The task's claims live now (SPEC §15: one past its expiry is ended, recorded or not)."""
+    return task.claims.filter(Claim.live(timezone.now()))
 
 
 def recompute_status(task: Task) -> str:

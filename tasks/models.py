@@ -152,7 +152,7 @@ class EventKind(models.TextChoices):
     CLAIMED = "claimed"
     JOINED = "joined"
     GIVEN_BACK = "given_back"
-    LAPSED = "lapsed"
+    LAPSED = "claim_lapsed"  # SPEC §15 (earlier releases wrote "lapsed"; migrated)
     ASSIGNED = "assigned"
     ATTEMPT = "attempt"
     CHECK = "check"
@@ -231,7 +231,8 @@ class Claim(models.Model):
     cycle = models.PositiveIntegerField()
     origin = models.CharField(max_length=16, choices=ClaimOrigin.choices)
     created_at = models.DateTimeField(default=timezone.now)
-    expires_at = models.DateTimeField()
+    expires_at = models.DateTimeField()  # moved by heartbeats (SPEC §15)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     end_reason = models.CharField(max_length=16, choices=ClaimEnd.choices, blank=True)
 
@@ -247,9 +248,21 @@ class Claim(models.Model):
             models.Index(fields=["task", "cycle"], name="claim_task_cycle"),
         ]
 
+    @staticmethod
+    def live(now) -> Q:
+        """Live at ``now`` (SPEC §15): not ended, and not past its expiry. A claim past its expiry
+        counts as ended for every rule from that moment, whether or not its lapse was recorded
+        yet (``tasks.lapses``)."""
+        return Q(ended_at__isnull=True, expires_at__gt=now)
+
+    @staticmethod
+    def due(now) -> Q:
+        """Past its expiry with its lapse not yet recorded."""
+        return Q(ended_at__isnull=True, expires_at__lte=now)
+
     @property
     def is_live(self) -> bool:
-        return self.ended_at is None
+        return self.ended_at is None and self.expires_at > timezone.now()
 
 
 class AttemptState(models.TextChoices):

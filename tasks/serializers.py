@@ -227,6 +227,7 @@ class ClaimSerializer(serializers.Serializer):
     origin = serializers.CharField(read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     expires_at = serializers.DateTimeField(read_only=True)
+    last_heartbeat_at = serializers.DateTimeField(read_only=True, allow_null=True)
     live = serializers.BooleanField(source="is_live", read_only=True)
     ended_at = serializers.DateTimeField(read_only=True, allow_null=True)
     end_reason = serializers.CharField(read_only=True)
@@ -234,7 +235,8 @@ class ClaimSerializer(serializers.Serializer):
     def to_representation(self, claim) -> dict:
         return {
             "id": claim.pk, "member": author(claim.member), "cycle": claim.cycle, "origin": claim.origin,
-            "created_at": iso(claim.created_at), "expires_at": iso(claim.expires_at), "live": claim.is_live,
+            "created_at": iso(claim.created_at), "expires_at": iso(claim.expires_at),
+            "last_heartbeat_at": iso(claim.last_heartbeat_at), "live": claim.is_live,
             "ended_at": iso(claim.ended_at), "end_reason": claim.end_reason,
         }
 

@@ -22,7 +22,7 @@ from common.refusals import DomainError
 from spaces.models import Member, Role, Space
 from tasks.errors import NotTaskCreator
 from tasks.lifecycle import check_task_live, check_task_usable, record_event
-from tasks import graph
+from tasks import graph, wakeups
 from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskStatus
 from tasks.selectors import get_task
 from tasks.sql import create_task_sql, task_winner_sql
@@ -124,13 +124,14 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -
     ends the unit with nothing written, and its reservation lapses. ``last``: the create
     writes nothing more after it (a single create; a window's tasks commit together)."""
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
+    ready = not intent.blocked_by  # a task created with blockers wakes nobody yet
     created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit,
-                                         last=last and not intent.blocked_by)
+                                         last=last and ready, wake=ready)
     if not created:
         unit.hold()  # raises when another attempt of this operation took it over
         # The lock was held only for a moment (a request refused anyway, UnitOfWork.hold): the
         # reservation may still be ours, so the mutation runs once more, now under the lock.
-        created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit)
+        created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit, wake=ready)
     if not created:
         # Our reservation lapsed and another intent took it over (the key is its, or still being
         # taken), or a rival occupied the key as we reserved it.
@@ -144,10 +145,11 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -
 
 
 def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, unit: UnitOfWork,
-                               last: bool = False) -> bool:
+                               last: bool = False, wake: bool = True) -> bool:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
     False (nothing written) when the reservation was no longer this intent's, or another
-    attempt of the unit's operation holds its lock."""
+    attempt of the unit's operation holds its lock. ``wake``: the task is ready, so agents
+    waiting for work hear of it when this commits (``tasks.wakeups``)."""
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
     with unit.alone(last=last), connection.cursor() as cursor:
@@ -157,13 +159,13 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, uni
             "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
-            "priority": task.priority, "labels": task.labels,
+            "priority": task.priority, "labels": task.labels, "wake": wake,
             **unit.lock_params(),
         })
         row = cursor.fetchone()
     if row is None:
         return False
-    task.pk, task.number = row
+    task.pk, task.number = row[:2]
     task.created_at = task.updated_at = now
     task.graph = ([], [])  # a new task blocks nothing; add_on_create sets what blocks it
     task._state.adding = False
@@ -281,4 +283,6 @@ def update_task(*, task: Task, actor: Member, priority: int | None = None, label
         if changed:
             task.updated_at = timezone.now()
             task.save(update_fields=[*changed, "updated_at"])
+            if "labels" in changed:
+                wakeups.work_ready(task.space_id)  # now for agents waiting on these labels (SPEC §15)
     return task

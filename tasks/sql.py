@@ -9,14 +9,17 @@ Other apps' tables appear only through the parts their owners hand out:
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from functools import cache
 
 from django.db import connection
+from django.db.models import Exists
 
 from allocation import services as allocation
 from common.sql import Placeholder, insert_select, named_sql, written_fields
 from spaces.models import Member
 from spaces.sql import next_task_number_cte
+from tasks import wakeups
 from tasks.filters import ready_queue
 from tasks.models import Claim, ClaimOrigin, Dependency, EventKind, SlotDoneCount, Task, TaskEvent, TaskStatus
 
@@ -39,7 +42,8 @@ def table(model) -> str:
 # this intent's), number the task, insert it and its occupancy, and record the event. One
 # statement, so all of it happens or none does, in one round trip; a reservation that was
 # taken over creates nothing, so the occupancy's unique constraint is never the one to say no
-# (it stays the last word all the same).
+# (it stays the last word all the same). A ready task wakes the agents waiting for work
+# (tasks.wakeups) when the statement's transaction commits.
 @cache
 def create_task_sql() -> str:
     taken, occupied = allocation.mutation_ctes()
@@ -60,7 +64,7 @@ def create_task_sql() -> str:
         f"created AS ({insert_select(Task, task_values)} FROM numbered RETURNING id, number), "
         f"{occupied}, "
         f"event AS ({insert_select(TaskEvent, event_values)} FROM created) "
-        "SELECT id, number FROM created"
+        f"SELECT id, number, CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s')} END FROM created"
     )
 
 
@@ -80,8 +84,12 @@ def task_winner_sql() -> str:
 # number: tasks.filters.ready_queue, compiled by the ORM), mark it claimed, insert the claim
 # and its event, and answer with the tasks it blocks. An open task has no live claim and no
 # waiting attempt, so "claimed" is exactly what recompute_status would say. Column lists
-# come from the models.
+# come from the models. It first asks whether a claim of the space is past its expiry
+# (Claim.due): such a claim counts as ended, so its task may be the one to hand out; the
+# statement then claims nothing and says so, and the caller records the lapse and asks again
+# (tasks.claims.claim_next_task).
 SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
+NOW = Placeholder("now", datetime(1970, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc))
 
 
 @cache
@@ -92,24 +100,27 @@ def claim_next_sql() -> tuple[str, list[str]]:
     edges = quote(Dependency._meta.db_table)
     claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
                     "origin": f"'{ClaimOrigin.NEXT.value}'", "created_at": "%(now)s", "expires_at": "%(expires)s",
-                    "ended_at": "NULL", "end_reason": "''"}
+                    "last_heartbeat_at": "NULL", "ended_at": "NULL", "end_reason": "''"}
     event_values = {"space": "%(space)s", "task": "task_id", "kind": f"'{EventKind.CLAIMED.value}'",
                     "actor": "%(member)s", "created_at": "%(now)s",
                     "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
                                "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
     fields = written_fields(Task)
-    picked = named_sql(ready_queue(SPACE.example, LABELS.example).values("id")[:1], SPACE, LABELS)
+    due = Claim.objects.filter(Claim.due(NOW.example), space_id=SPACE.example)
+    picked = named_sql(ready_queue(SPACE.example, LABELS.example).filter(~Exists(due)).values("id")[:1],
+                       SPACE, LABELS, NOW)
     sql = (
-        f"WITH picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
+        f"WITH due AS (SELECT EXISTS({named_sql(due.values('id')[:1], SPACE, NOW)}) AS flag), "
+        f"picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
         f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
         f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
         f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
         f"event AS ({insert_select(TaskEvent, event_values)} FROM claim) "
-        f"SELECT claim.id, creator.name, ARRAY(SELECT waiting.number FROM {edges} AS d JOIN {task_table} AS waiting "
-        "ON waiting.id = d.task_id WHERE d.space_id = %(space)s AND d.blocker_id = claim.task_id "
-        "ORDER BY waiting.number), "
+        f"SELECT due.flag, claim.id, creator.name, ARRAY(SELECT waiting.number FROM {edges} AS d "
+        f"JOIN {task_table} AS waiting ON waiting.id = d.task_id WHERE d.space_id = %(space)s "
+        "AND d.blocker_id = claim.task_id ORDER BY waiting.number), "
         f"claimed.id, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
-        "FROM claim JOIN claimed ON claimed.id = claim.task_id "
+        "FROM due LEFT JOIN (claim JOIN claimed ON claimed.id = claim.task_id) ON true "
         f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
     )
     return sql, ["id", *(f.attname for f in fields)]

@@ -16,6 +16,7 @@ urlpatterns = [
          name="task-blocker"),
     path("spaces/<slug:slug>/next", api.NextView.as_view(), name="next"),
     path("spaces/<slug:slug>/tasks/<str:number>/give-back", api.GiveBackView.as_view(), name="task-give-back"),
+    path("spaces/<slug:slug>/tasks/<str:number>/heartbeat", api.HeartbeatView.as_view(), name="task-heartbeat"),
     path("spaces/<slug:slug>/tasks/<str:number>/assign", api.AssignView.as_view(), name="task-assign"),
     path("spaces/<slug:slug>/tasks/<str:number>/done", api.DoneView.as_view(), name="task-done"),
     path("spaces/<slug:slug>/tasks/<str:number>/attempts/<str:attempt>/confirm", api.CheckView.as_view(),

@@ -34,8 +34,10 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("writer", "add_blocker", {"number": 1}, {"task": 3}),  # 422 dependency_cycle
     ("writer", "remove_blocker", {"number": 3, "blocker": 1}, None),
     ("writer", "next_task", {}, {}),
+    ("writer", "heartbeat", {"number": 1}, None),
     ("writer", "give_back", {"number": 1}, None),
     ("writer", "give_back", {"number": 1}, None),  # 409: holds nothing
+    ("writer", "heartbeat", {"number": 1}, None),  # 409 not_holder
     ("writer", "next_task", {}, {"number": 1}),
     ("writer", "next_task", {}, {"kind": "bogus"}),  # 422
     ("writer", "create_post", {}, {"body": "It runs.", "title": "Harness"}),
@@ -65,7 +67,7 @@ REST: dict[str, tuple[str, str]] = {
     "create_task": ("POST", "/tasks"), "create_tasks": ("POST", "/tasks/window"),
     "update_task": ("PATCH", "/tasks/{number}"), "add_blocker": ("POST", "/tasks/{number}/blockers"),
     "remove_blocker": ("DELETE", "/tasks/{number}/blockers/{blocker}"), "next_task": ("POST", "/next"),
-    "give_back": ("POST", "/tasks/{number}/give-back"), "create_post": ("POST", "/posts"),
+    "give_back": ("POST", "/tasks/{number}/give-back"), "heartbeat": ("POST", "/tasks/{number}/heartbeat"), "create_post": ("POST", "/posts"),
     "mark_done": ("POST", "/tasks/{number}/done"), "add_note": ("POST", "/tasks/{number}/notes"),
     "confirm_attempt": ("POST", "/tasks/{number}/attempts/{attempt}/confirm"),
     "reject_attempt": ("POST", "/tasks/{number}/attempts/{attempt}/reject"),

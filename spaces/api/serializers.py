@@ -80,6 +80,7 @@ class SpaceSerializer(serializers.ModelSerializer):
             "slug",
             "name",
             "task_claim_hours",
+            "claim_lease_seconds",
             "confirmations_required",
             "allocation_window_seconds",
             "max_claims_per_task",
@@ -93,6 +94,7 @@ class SpaceSerializer(serializers.ModelSerializer):
 class SpaceUpdateSerializer(StrictInputSerializer):
     name = StrictCharField(max_length=200, required=False)
     task_claim_hours = serializers.IntegerField(min_value=1, max_value=24, required=False)
+    claim_lease_seconds = serializers.IntegerField(min_value=10, max_value=3600, required=False, allow_null=True)
     confirmations_required = serializers.IntegerField(min_value=0, max_value=100, required=False)
     allocation_window_seconds = serializers.IntegerField(min_value=1, max_value=3600, required=False)
     max_claims_per_task = serializers.IntegerField(min_value=1, max_value=3, required=False)

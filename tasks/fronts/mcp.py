@@ -90,6 +90,7 @@ class SpacesTools(MCPToolset):
         def act(member):
             s = member.space
             return {"slug": s.slug, "name": s.name, "task_claim_hours": s.task_claim_hours,
+                    "claim_lease_seconds": s.claim_lease_seconds,
                     "confirmations_required": s.confirmations_required,
                     "max_claims_per_task": s.max_claims_per_task, "max_attempts_per_cycle": s.max_attempts_per_cycle}
         return self._run(Role.READER, act)
@@ -174,6 +175,11 @@ class SpacesTools(MCPToolset):
     def give_back(self, number: int, idempotency_key: str | None = None) -> dict:
         """End your own claim on task `number`; other keys holding it keep theirs."""
         return self._command(commands.give_back, number=number, idempotency_key=idempotency_key)
+
+    def heartbeat(self, number: int, idempotency_key: str | None = None) -> dict:
+        """Renew your claim on task `number` while you work on it (the space's claim_lease_seconds from now).
+        409 claim_lapsed: it lapsed (claim the task again); 409 not_holder: you hold none."""
+        return self._command(commands.heartbeat, number=number, idempotency_key=idempotency_key)
 
     def create_post(self, body: str, title: str = "", idempotency_key: str | None = None) -> dict:
         """Write a post (a result to cite with mark_done)."""

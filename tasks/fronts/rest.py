@@ -158,6 +158,17 @@ class GiveBackView(SpaceView):
         return self.run(commands.give_back, number=number)
 
 
+class HeartbeatView(SpaceView):
+    """``POST …/tasks/{n}/heartbeat`` (SPEC §15): the holder renews its claim's lease."""
+
+    serializer_class = ClaimSerializer
+    required_roles = {"POST": commands.heartbeat.role}
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.heartbeat, number=number)
+
+
 class AssignView(SpaceView):
     serializer_class = ClaimSerializer
     required_roles = {"POST": commands.assign_task.role}

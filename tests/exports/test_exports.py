@@ -230,7 +230,7 @@ def test_three_sweeps_at_once_with_live_traffic_do_the_work_once():
         assert sweep.returncode == 0, err
         assert "Swept:" in out
     assert Claim.objects.filter(end_reason="lapsed").count() == 30
-    assert TaskEvent.objects.filter(kind="lapsed").count() == 30  # once each, not three times
+    assert TaskEvent.objects.filter(kind="claim_lapsed").count() == 30  # once each, not three times
     assert Notification.objects.filter(kind="claim_lapsed").count() == 30
     assert Task.objects.filter(status="open").count() == Task.objects.count()
 

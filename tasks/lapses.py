@@ -1,0 +1,66 @@
+"""Lapse (SPEC §6.1, §15): a claim past its ``expires_at`` is ended for every rule at once, and
+its lapse is recorded exactly once.
+
+A claim past its expiry already counts as ended wherever claims are read (``Claim.live``), so
+nothing waits for this module to be right. What it does is record the lapse — the claim's end,
+the ``claim_lapsed`` event, the holder's notification, the task's status, the wake-up of agents
+waiting for work — by whichever comes first: ``next`` (its statement says when the space has a
+claim to lapse), a lock of the task (``selectors.get_task(lock=True)``), a read of the task, a
+list, or ``expire_claims``. Each claim is ended by one compare-and-set under its task's row
+lock, so when several meet it at once it is recorded once; a heartbeat that renewed the claim
+first (it holds the same lock) leaves nothing to lapse.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from itertools import groupby
+
+from django.db import transaction
+from django.utils import timezone
+
+from tasks import wakeups
+from tasks.lifecycle import notify, recompute_status, record_event
+from tasks.models import Claim, ClaimEnd, EventKind, NotificationKind, Task
+
+
+def due_claims(*, now: datetime, space_id: int | None = None, task_id: int | None = None):
+    claims = Claim.objects.filter(Claim.due(now))
+    if space_id is not None:
+        claims = claims.filter(space_id=space_id)
+    if task_id is not None:
+        claims = claims.filter(task_id=task_id)
+    return claims
+
+
+def lapse_due(*, space_id: int | None = None, task: Task | None = None, now: datetime | None = None,
+              locked: bool = False) -> int:
+    """Record the lapse of every claim past its expiry (of one space, or one task); how many
+    were recorded here. ``locked``: the caller holds ``task``'s row lock already. Costs one
+    query when nothing is due."""
+    now = now or timezone.now()
+    due = list(due_claims(now=now, space_id=space_id, task_id=task.pk if task else None)
+               .order_by("task_id", "pk").values_list("task_id", "pk", "member_id", "cycle"))
+    lapsed = 0
+    for task_id, rows in groupby(due, key=lambda row: row[0]):
+        with transaction.atomic():
+            if locked and task is not None and task.pk == task_id:
+                current = task
+            else:
+                current = Task.objects.select_for_update(no_key=True).get(pk=task_id)
+            ended = 0
+            for _, claim_id, member_id, cycle in rows:
+                # Compare-and-set: still live in the row and still past its expiry (a heartbeat
+                # may have moved it): only the first to meet it ends it.
+                if Claim.objects.filter(Claim.due(now), pk=claim_id).update(ended_at=now,
+                                                                          end_reason=ClaimEnd.LAPSED) != 1:
+                    continue
+                record_event(task=current, kind=EventKind.LAPSED, actor=None, member=member_id, claim=claim_id,
+                             cycle=cycle)
+                notify(members=[member_id], kind=NotificationKind.CLAIM_LAPSED, task=current, claim=claim_id,
+                       task_number=current.number)
+                ended += 1
+            if ended:
+                recompute_status(current)
+                wakeups.work_ready(current.space_id)
+                lapsed += ended
+    return lapsed

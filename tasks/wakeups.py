@@ -1,0 +1,25 @@
+"""Work made ready wakes the agents waiting for it (SPEC §15).
+
+The transaction that makes work ready — a task created, unblocked, given back, reopened or
+relabelled, a claim lapsed, an attempt to check — sends ``NOTIFY spaces_work, '<space id>'``.
+PostgreSQL delivers it when that transaction commits, and not at all when it rolls back, so
+a waiter is never woken for work that is not there; several in one transaction arrive as one.
+Each server process listens (``tasks.waiting``) and wakes its waiters of that space.
+"""
+from __future__ import annotations
+
+from django.db import connection
+
+CHANNEL = "spaces_work"
+
+
+def notify_sql(space: str) -> str:
+    """The notification as an SQL expression, for a statement that makes work ready by
+    itself (a create): ``space`` is the SQL of the space's id."""
+    return f"pg_notify('{CHANNEL}', ({space})::text)"
+
+
+def work_ready(space_id: int) -> None:
+    """Work in this space may be ready for someone: wake its waiters when this commits."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {notify_sql('%s')}", [space_id])

@@ -1,0 +1,149 @@
+"""SPEC §15 leases and heartbeats, and §6.1's lapse: a claim past its expiry is ended for every
+rule at once and recorded exactly once."""
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
+
+from tasks.models import Claim, Notification, Task, TaskEvent
+from tests.tasks.conftest import set_space
+
+S = "/v1/spaces/agent-lab"
+
+
+def expire(claim_id: int, seconds_ago: float = 1) -> None:
+    Claim.objects.filter(pk=claim_id).update(expires_at=timezone.now() - timedelta(seconds=seconds_ago))
+
+
+def lapses() -> int:
+    return TaskEvent.objects.filter(kind="claim_lapsed").count()
+
+
+@pytest.mark.parametrize("value, status", [(9, 422), (10, 200), (3600, 200), (3601, 422), (None, 200), ("x", 422)])
+def test_claim_lease_seconds_is_null_or_10_to_3600(steward, value, status):
+    response = steward.api.patch(S, {"claim_lease_seconds": value})
+    assert response.status_code == status, response.content
+    if status == 200:
+        assert response.json()["claim_lease_seconds"] == value
+
+
+def test_a_claim_lasts_the_lease_and_a_heartbeat_moves_it(writer, tasks3, space):
+    set_space(space, claim_lease_seconds=30)
+    before = timezone.now()
+    claim = writer.api.post(f"{S}/next").json()["claim"]
+    assert claim["last_heartbeat_at"] is None
+    expires = Claim.objects.get(pk=claim["id"]).expires_at
+    assert before + timedelta(seconds=29) < expires <= timezone.now() + timedelta(seconds=30)
+
+    Claim.objects.filter(pk=claim["id"]).update(expires_at=timezone.now() + timedelta(seconds=5))
+    response = writer.api.post(f"{S}/tasks/1/heartbeat")
+    assert response.status_code == 200, response.content
+    renewed = response.json()["claim"]
+    assert renewed["id"] == claim["id"] and renewed["live"] is True and renewed["last_heartbeat_at"]
+    stored = Claim.objects.get(pk=claim["id"])
+    assert stored.expires_at > timezone.now() + timedelta(seconds=29) and stored.last_heartbeat_at is not None
+    assert stored.ended_at is None
+
+
+def test_without_a_lease_claims_last_task_claim_hours(writer, tasks3):
+    writer.api.post(f"{S}/next")
+    writer.api.post(f"{S}/tasks/1/heartbeat")
+    assert Claim.objects.get().expires_at > timezone.now() + timedelta(hours=3, minutes=59)
+
+
+def test_a_lapsed_claim_is_ended_at_once_for_next_and_recorded_once(writer, writer2, tasks3, space):
+    set_space(space, claim_lease_seconds=10)
+    first = writer.api.post(f"{S}/next").json()
+    assert first["task"]["id"] == 1
+    expire(first["claim"]["id"])
+    # No operator command ran: next hands task 1 (the most urgent) out again.
+    again = writer2.api.post(f"{S}/next").json()
+    assert again["task"]["id"] == 1 and again["claim"]["member"]["name"] == "writer2"
+    old = Claim.objects.get(pk=first["claim"]["id"])
+    assert old.end_reason == "lapsed" and old.ended_at is not None
+    assert lapses() == 1
+    note = Notification.objects.get(kind="claim_lapsed")
+    assert note.member_id == writer.member.pk and note.details["task_number"] == 1
+    history = [e["kind"] for e in writer.api.get(f"{S}/tasks/1/history").json()["results"]]
+    assert history.count("claim_lapsed") == 1
+    assert call_command("expire_claims") is None and lapses() == 1  # nothing left to record
+
+
+def test_heartbeat_after_the_lapse_is_claim_lapsed_and_a_stranger_gets_not_holder(writer, writer2, tasks3, space):
+    post = writer.api.post(f"{S}/posts", {"body": "It runs."}).json()["id"]
+    claim = writer.api.post(f"{S}/next").json()["claim"]
+    expire(claim["id"])
+    response = writer.api.post(f"{S}/tasks/1/heartbeat")
+    assert response.status_code == 409 and response.json()["error"] == "claim_lapsed"
+    assert lapses() == 1 and Task.objects.get(number=1).status == "open"
+    stranger = writer2.api.post(f"{S}/tasks/1/heartbeat")
+    assert stranger.status_code == 409 and stranger.json()["error"] == "not_holder"
+    # Its later done is still an attempt (SPEC §15).
+    done = writer.api.post(f"{S}/tasks/1/done", {"post": post})
+    assert done.status_code == 201 and done.json()["attempt"]["number"] == 1
+
+
+def test_a_reader_cannot_heartbeat(reader, writer, tasks3):
+    writer.api.post(f"{S}/next")
+    assert reader.api.post(f"{S}/tasks/1/heartbeat").status_code == 403
+
+
+def test_reads_show_a_lapsed_claim_ended(writer, tasks3):
+    claim = writer.api.post(f"{S}/next").json()["claim"]
+    expire(claim["id"])
+    detail = writer.api.get(f"{S}/tasks/1").json()
+    assert detail["status"] == "open"
+    assert [c["live"] for c in detail["claims"]] in ([False], [])
+    assert lapses() == 1
+    ready = writer.api.get(f"{S}/tasks?ready=true").json()["results"]
+    assert 1 in [t["id"] for t in ready] and lapses() == 1
+
+
+def test_a_list_records_the_lapse(writer, tasks3):
+    claim = writer.api.post(f"{S}/next").json()["claim"]
+    expire(claim["id"])
+    ready = [t["id"] for t in writer.api.get(f"{S}/tasks?ready=true").json()["results"]]
+    assert ready == [1, 2, 3] and lapses() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_many_meeting_one_lapse_at_once_record_it_once(writer, writer2, tasks3, space):
+    """next, reads, heartbeats and expire_claims in eight threads, all at the moment of expiry."""
+    claims = [writer.api.post(f"{S}/next", {"number": n}).json()["claim"]["id"] for n in (1, 2, 3)]
+    for claim_id in claims:
+        expire(claim_id)
+    barrier = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def meet(action):
+        try:
+            barrier.wait()
+            action()
+        except BaseException as error:  # surfaced below
+            failures.append(error)
+        finally:
+            connection.close()
+
+    actions = [
+        lambda: writer2.api.post(f"{S}/next"), lambda: writer2.api.post(f"{S}/next"),
+        lambda: writer.api.get(f"{S}/tasks/1"), lambda: writer.api.get(f"{S}/tasks?ready=true"),
+        lambda: writer.api.post(f"{S}/tasks/2/heartbeat"), lambda: call_command("expire_claims"),
+        lambda: call_command("expire_claims"), lambda: writer.api.get(f"{S}/tasks/3"),
+    ]
+    threads = [threading.Thread(target=meet, args=(action,)) for action in actions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not failures
+    assert lapses() == 3
+    assert Notification.objects.filter(kind="claim_lapsed").count() == 3
+    assert set(Claim.objects.filter(pk__in=claims).values_list("end_reason", flat=True)) == {"lapsed"}
+    # Each task has at most one live claim (the two nexts took two of them), and no task is lost.
+    live = Claim.objects.filter(ended_at=None).values_list("task__number", flat=True)
+    assert len(live) == len(set(live)) == 2
