@@ -31,7 +31,7 @@ import secrets
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from django.db import connection, transaction
 from psycopg.pq import TransactionStatus
@@ -87,6 +87,25 @@ def replay(operation: Operation) -> Answer:
     return answer
 
 
+class Waitable(Protocol):
+    """What a command waits on (``tasks.waiting.Waiter``): woken when work may be there."""
+
+    def wait(self, timeout: float) -> bool: ...
+
+    def renew(self, other: "Waitable") -> None: ...
+
+    def leave(self) -> None: ...
+
+
+@dataclass
+class Waiting:
+    """A request's wait across the runs of its unit: when it ends, and what it waits on."""
+
+    deadline: float | None = None
+    waiter: Waitable | None = None
+    requested: bool = False  # the last run asked to wait (UnitOfWork.wait_for)
+
+
 class UnitOvertaken(errors.IdempotencyInProgress):
     """Between this unit's transactions another attempt took its operation over. Wherever it
     surfaces it reads as ``409 idempotency_in_progress``; the runner, told by the unit, answers
@@ -102,9 +121,11 @@ class UnitOvertaken(errors.IdempotencyInProgress):
 class UnitOfWork:
     """One mutating request's transaction (and the second one of a create), owned by ``run_unit``."""
 
-    def __init__(self, operation: Operation | None = None, api_key: ApiKey | None = None) -> None:
+    def __init__(self, operation: Operation | None = None, api_key: ApiKey | None = None,
+                 waiting: "Waiting | None" = None) -> None:
         self.operation = operation
         self.api_key = api_key
+        self.waiting = waiting
         self.overtaken: Operation | None = None  # set when another attempt took the operation over
         # A unit without an operation holds a lock of its own, so the mutation statement's lock
         # is one expression whoever runs it (nothing else ever asks for this one).
@@ -183,6 +204,26 @@ class UnitOfWork:
             self.overtaken = current
             raise UnitOvertaken(current)
 
+    def wait_for(self, waiter: "Waitable", seconds: float) -> bool:
+        """The work found nothing it may take and the caller may wait up to ``seconds`` (SPEC
+        §15): True when the runner will wait on ``waiter`` and run this unit again once it is
+        woken (the command answers as it likes; that answer is dropped), False when the time is
+        up (the command answers "nothing")."""
+        waiting = self.waiting
+        if waiting is None or seconds <= 0:
+            return False
+        now = time.monotonic()
+        if waiting.deadline is None:
+            waiting.deadline = now + seconds
+        if now >= waiting.deadline:
+            return False
+        if waiting.waiter is None:
+            waiting.waiter = waiter
+        else:
+            waiting.waiter.renew(waiter)  # the same waiter, keeping its place in line
+        waiting.requested = True
+        return True
+
     def lock_params(self) -> dict[str, Any]:
         """The unit's liveness lock, as the mutation statement takes it (``LOCK_KEY``)."""
         if self.operation is None:
@@ -237,7 +278,26 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *,
     if idempotent is not None:
         check_idempotency_key(idempotent.key)
         fingerprint = request_fingerprint(idempotent.method, idempotent.path, idempotent.body)
-    unit = UnitOfWork()
+    waiting = Waiting()
+    try:
+        while True:
+            outcome = run_once(work, idempotent, fingerprint, waiting)
+            if not waiting.requested:
+                return outcome
+            # The work found nothing and may wait (SPEC §15): its unit ended with nothing
+            # written, and nothing is held while it waits, not even a connection.
+            waiting.requested = False
+            connection.close()
+            waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))
+    finally:
+        if waiting.waiter is not None:
+            waiting.waiter.leave()
+
+
+def run_once(work: Callable[[UnitOfWork], Answer], idempotent: Idempotent | None, fingerprint: str | None,
+             waiting: "Waiting") -> tuple[ApiKey | None, Answer | None]:
+    """One run of ``run_unit``'s unit (a waiting request's unit runs once per wake-up)."""
+    unit = UnitOfWork(waiting=waiting)
     unit.begin()
     try:
         api_key = None
@@ -265,6 +325,9 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *,
             answer = work(unit)
         except UnitOvertaken:
             answer = None  # a front that lets it through (MCP); REST renders it, and the unit says so
+        if waiting.requested:
+            unit.end(commit=False)  # nothing found: nothing to keep, the runner waits and runs it again
+            return api_key, None
         if unit.overtaken is not None:
             unit.end(commit=False)
             if unit.overtaken.state == OperationState.COMPLETED:

@@ -43,7 +43,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             # Revoked and expired keys land here on their very next request.
             raise exceptions.AuthenticationFailed("This API key is not valid (unknown, revoked or expired).")
         cap = key.space.requests_per_minute
-        if cap is not None:
+        if cap is not None and not getattr(request._request, "spaces_counted", False):
+            # Once a request: a waiting next runs its view again each time it is woken.
+            request._request.spaces_counted = True
             refused = throttles.hit("key", key.prefix, cap)
             if refused is not None:
                 raise refused

@@ -7,7 +7,7 @@ under the lock, so no two concurrent requests can both pass them.
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Exists, F, Max, OuterRef, QuerySet
 from django.utils import timezone
 
 from spaces.models import Member, Post, Space
@@ -220,23 +220,24 @@ def reopen(*, task: Task, rejected: Attempt, actor: Member) -> dict:
     return details
 
 
-def offer_check(*, space: Space, member: Member) -> tuple[Task, Attempt] | None:
-    """``next {"kind": "check"}``: the oldest waiting attempt the caller may check, if any."""
+def checkable_attempts(*, space: Space, member: Member) -> QuerySet[Attempt]:
+    """The waiting attempts ``member`` may check, oldest task first (SPEC §6.3): of the task's
+    current cycle, not its own nor citing its post, not checked by it yet, and — unless the
+    space needs no confirmations — not on a task it attempted in this cycle itself."""
     waiting = (
-        Attempt.objects.select_related("task", "post")
-        .filter(space=space, state=AttemptState.WAITING, task__status=TaskStatus.IN_REVIEW)
+        Attempt.objects.filter(space=space, state=AttemptState.WAITING, task__status=TaskStatus.IN_REVIEW,
+                               cycle=F("task__cycle"))
         .exclude(member=member)
         .exclude(post__author=member)
         .exclude(checks__member=member)
-        .order_by("task__number", "number")
     )
-    zero_confirmation = space.confirmations_required == 0
-    for attempt in waiting[:200]:
-        task = attempt.task
-        if attempt.cycle != task.cycle:
-            continue
-        doer_here = Attempt.objects.filter(task=task, cycle=task.cycle, member=member).exists()
-        if doer_here and not zero_confirmation:
-            continue
-        return task, attempt
-    return None
+    if space.confirmations_required != 0:
+        waiting = waiting.exclude(Exists(Attempt.objects.filter(task=OuterRef("task"), cycle=OuterRef("cycle"),
+                                                                member=member)))
+    return waiting.order_by("task__number", "number")
+
+
+def offer_check(*, space: Space, member: Member) -> tuple[Task, Attempt] | None:
+    """``next {"kind": "check"}``: the oldest waiting attempt the caller may check, if any."""
+    attempt = checkable_attempts(space=space, member=member).select_related("task", "post").first()
+    return None if attempt is None else (attempt.task, attempt)

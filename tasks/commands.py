@@ -16,7 +16,7 @@ from common.refusals import DomainError
 from spaces.models import Member, Role
 from spaces.commands import Reply, command, validated
 from spaces.selectors import get_member
-from tasks import attempts, claims, graph, selectors, services, stewardship
+from tasks import attempts, claims, graph, selectors, services, stewardship, waiting
 from tasks.errors import SurvivorInvalid
 from tasks.models import Task
 from tasks.serializers import (
@@ -115,12 +115,21 @@ def remove_blocker(member: Member, *, unit: UnitOfWork, number: object, blocker:
 
 @command("next_task", Role.WRITER, input=NextSerializer)
 def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels: list[str],
-              number: int | None = None) -> Reply:
-    """``next``: the most urgent ready task, a given one (``number``, ``join``), or an attempt to check."""
+              number: int | None = None, wait: float = 0) -> Reply:
+    """``next``: the most urgent ready task, a given one (``number``, ``join``), or an attempt to
+    check; with ``wait``, when there is nothing, it waits up to that many seconds for something
+    (SPEC §15: the runner waits, and runs it again when work may be there)."""
     space = member.space
+    seen = waiting.REGISTRY.generation(space.pk) if wait else 0
+
+    def wait_more() -> bool:
+        waiter = waiting.waiter_for_next(space=space, member=member, kind=kind, labels=labels, seen=seen)
+        return unit.wait_for(waiter, wait)
+
     if kind == "check":
         offered = attempts.offer_check(space=space, member=member)
         if offered is None:
+            wait and wait_more()
             return Reply(200, {"task": None, "attempt": None})
         task, attempt = offered
         return Reply(200, task_and(task, attempt=AttemptSerializer(attempt).data))
@@ -129,6 +138,7 @@ def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels
     else:
         claimed = claims.claim_next_task(space=space, member=member, labels=labels, unit=unit)
     if claimed is None:
+        wait and wait_more()
         return Reply(200, {"task": None})
     task, claim = claimed
     return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))

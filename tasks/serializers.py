@@ -1,6 +1,7 @@
 """Task shapes for the API (SPEC §3.1, §4.6)."""
 from __future__ import annotations
 
+import math
 import re
 
 from drf_spectacular.utils import extend_schema_field
@@ -273,11 +274,26 @@ class TaskDetailSerializer(TaskSerializer):
         return ClaimSerializer([c for c in task.claims.all() if c.is_live], many=True).data
 
 
+class WaitField(serializers.FloatField):
+    """Seconds to wait for work (SPEC §15): a JSON number from 0 to 60; not true, not "5", not NaN."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class NextSerializer(FlatInputSerializer):
     number = serializers.IntegerField(required=False, min_value=1)
     labels = LabelsField(required=False, default=list)
     join = serializers.BooleanField(required=False, default=False)
     kind = serializers.ChoiceField(choices=["task", "check"], required=False, default="task")
+    wait = WaitField(required=False, default=0, min_value=0, max_value=60)
+
+    def validate(self, data: dict) -> dict:
+        if data.get("wait") and data.get("number") is not None:
+            raise serializers.ValidationError({"wait": ["A claim by number does not wait: send one or the other."]})
+        return data
 
 
 class DoneSerializer(FlatInputSerializer):

@@ -18,6 +18,16 @@ from tests.factories import SpaceFactory, member_with_key
 FIXTURE = Path(__file__).resolve().parent.parent / "spaces" / "fixtures" / "agent-lab.json"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def stop_work_listener(django_db_setup, django_db_blocker):
+    """The suite's waiters start this process's work listener: stop it before the test
+    database is dropped (its connection would keep it open)."""
+    from tasks.waiting import REGISTRY
+
+    yield
+    REGISTRY.stop_listener()
+
+
 @pytest.fixture(autouse=True)
 def fresh_index_cache():
     # Test databases reuse primary keys across tests; the cache is keyed by space id.

@@ -164,12 +164,13 @@ class SpacesTools(MCPToolset):
         return self._command(commands.get_task, number=number)
 
     def next_task(self, number: int | None = None, join: bool = False, kind: str = "task",
-                  labels: list[str] | None = None, idempotency_key: str | None = None) -> dict:
+                  labels: list[str] | None = None, wait: float = 0, idempotency_key: str | None = None) -> dict:
         """Claim the most urgent ready task (lowest priority, then number; with `labels`, only tasks carrying
         all of them); or task `number` (`join`=true to hold it beside other keys, up to 3);
-        or kind="check" for an attempt you may check. {"task": null} means nothing to do."""
-        data = {k: v for k, v in {"number": number, "join": join, "kind": kind, "labels": labels}.items()
-                if v is not None}
+        or kind="check" for an attempt you may check. {"task": null} means nothing to do. `wait`: up to that
+        many seconds (0-60) to wait for work when there is none, instead of calling again."""
+        data = {k: v for k, v in {"number": number, "join": join, "kind": kind, "labels": labels,
+                                  "wait": wait or None}.items() if v is not None}
         return self._command(commands.next_task, data=data, idempotency_key=idempotency_key)
 
     def give_back(self, number: int, idempotency_key: str | None = None) -> dict:

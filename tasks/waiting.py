@@ -1,0 +1,329 @@
+"""Agents waiting for work (SPEC §15): the waiters of this server process and their listener.
+
+A waited ``next`` that finds nothing asks its unit to wait (``UnitOfWork.wait_for``); the
+runner ends the unit (no transaction, no lock, no connection held while it waits), puts its
+``Waiter`` here and runs the unit again when the waiter is woken, until its time is up.
+
+One listener thread per process holds one connection of its own: it ``LISTEN``s on
+``tasks.wakeups.CHANNEL`` (on ``DATABASE_LISTEN_URL`` when set, else on the database of
+``DATABASE_URL``; ``DATABASE_LISTEN_URL=off`` for a transaction-mode pooler with no direct
+path, where ``LISTEN`` hears nothing), and once a second while anyone waits it sends one
+statement — does each kind of waiter here have work now? — which catches what a lost
+notification, a dropped listener connection or a pooler would miss.
+
+Who goes first: a notification for a space starts a *pass* over that space's waiters, longest
+waiting first, one at a time: each woken waiter tries to claim, and the pass moves on when it
+is done (it claimed, or it found nothing and waits again). Waiters that would ask the same
+question as one that just found nothing are skipped (with no labels, nothing for anyone
+asking for tasks). Each task still goes to exactly one caller whatever the timing: that is the
+claim statement's (``SKIP LOCKED`` and the status it sets), not this module's. Across server
+processes each runs its own pass, so the order is longest-first within a process.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+import psycopg
+from django.conf import settings
+from django.db.models.functions import Now
+
+from tasks.attempts import checkable_attempts
+from tasks.filters import ready_queue
+from tasks.models import Claim
+from tasks.wakeups import CHANNEL
+
+log = logging.getLogger("spaces.waiting")
+
+RECHECK_SECONDS = 1.0  # the lost-notification re-check: at most one statement a second
+PASS_STEP_SECONDS = 2.0  # a woken waiter that has not reported back by then is passed over
+RECONNECT_PAUSES = (0.1, 0.2, 0.5, 1.0, 2.0)
+LISTENER_NAME = "spaces work listener"  # its application_name, as pg_stat_activity shows it
+
+_arrivals = itertools.count()
+
+
+@dataclass(eq=False)
+class Waiter:
+    """One waiting request. ``shape`` is what it asks (``("task", labels)`` or ``("check",
+    member id)``); ``probe`` is that question as SQL with its parameters, for the re-check."""
+
+    space_id: int
+    shape: tuple
+    probe: tuple[str, list]
+    seen: int = 0  # the space's generation when it last tried (Registry.generation)
+    arrival: int = field(default_factory=lambda: next(_arrivals))
+    woken: threading.Event = field(default_factory=threading.Event)
+
+    def wait(self, timeout: float) -> bool:
+        return REGISTRY.wait(self, timeout)
+
+    def renew(self, other: "Waiter") -> None:
+        """Tried again and found nothing: the same place in line, the generation it saw now."""
+        self.seen = other.seen
+
+    def leave(self) -> None:
+        REGISTRY.leave(self)
+
+    def covers(self, failed: set[tuple]) -> bool:
+        """Would this waiter's question find nothing, given the shapes that just did?"""
+        if self.shape in failed:
+            return True
+        return self.shape[0] == "task" and ("task", ()) in failed  # no labels found nothing: nor will labels
+
+
+class Space:
+    """The waiters of one space in this process, and its pass."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[Waiter, None] = {}  # insertion order: longest waiting first
+        self.pass_order: list[Waiter] = []
+        self.failed: set[tuple] = set()
+        self.current: Waiter | None = None
+        self.current_since = 0.0
+        self.again = False
+
+
+class Registry:
+    """This process's waiters, by space; one lock for all of it (operations are tiny)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spaces: dict[int, Space] = {}
+        self.generations: dict[int, int] = {}
+        self.listener: Listener | None = None
+        self.listener_pid = 0
+
+    # --- what the runner calls ---------------------------------------------------------------
+
+    def generation(self, space_id: int) -> int:
+        """How many notifications this process heard for the space: a waiter notes it before it
+        tries, so one heard between its try and its wait is not lost on it."""
+        with self.lock:
+            return self.generations.get(space_id, 0)
+
+    def wait(self, waiter: Waiter, timeout: float) -> bool:
+        """Block until ``waiter`` is woken or ``timeout`` passes; True when woken (or when work
+        was announced since it tried). The caller then tries again and calls ``wait`` again
+        (it found nothing) or ``leave``."""
+        self.ensure_listener()
+        with self.lock:
+            waiter.woken.clear()
+            space = self.spaces.setdefault(waiter.space_id, Space())
+            if waiter in space.waiting:  # woken, tried, found nothing: back in its place
+                if space.current is waiter:
+                    space.failed.add(waiter.shape)
+                    self._advance(space)
+            else:
+                space.waiting[waiter] = None  # the newest: last in line
+            if self.generations.get(waiter.space_id, 0) != waiter.seen:
+                return True  # work was announced while it tried: try again now
+        return waiter.woken.wait(timeout)
+
+    def leave(self, waiter: Waiter) -> None:
+        """The waiter is done (it claimed something, or its time is up, or its request failed)."""
+        with self.lock:
+            space = self.spaces.get(waiter.space_id)
+            if space is None or waiter not in space.waiting:
+                return
+            del space.waiting[waiter]
+            if space.current is waiter:
+                self._advance(space)  # it claimed: there may be more for the next one
+            if not space.waiting:
+                del self.spaces[waiter.space_id]
+
+    # --- what the listener calls -------------------------------------------------------------
+
+    def notified(self, space_id: int, shapes: set[tuple] | None = None) -> None:
+        """Work may be ready in this space (for these shapes only, when the re-check says so)."""
+        with self.lock:
+            if shapes is None:
+                self.generations[space_id] = self.generations.get(space_id, 0) + 1
+            space = self.spaces.get(space_id)
+            if space is None:
+                return
+            if space.current is not None:
+                space.again = True  # finish this pass, then start over with everyone
+                return
+            self._start(space, shapes)
+
+    def probes(self) -> list[tuple[int, tuple, tuple[str, list]]]:
+        """One (space, shape, probe) for each kind of waiter waiting here."""
+        with self.lock:
+            seen: dict[tuple[int, tuple], tuple[str, list]] = {}
+            for space_id, space in self.spaces.items():
+                for waiter in space.waiting:
+                    seen.setdefault((space_id, waiter.shape), waiter.probe)
+            return [(space_id, shape, probe) for (space_id, shape), probe in seen.items()]
+
+    def nudge_stalled(self) -> None:
+        """A woken waiter whose request went quiet must not hold its space's pass up."""
+        now = time.monotonic()
+        with self.lock:
+            for space in self.spaces.values():
+                if space.current is not None and now - space.current_since > PASS_STEP_SECONDS:
+                    self._advance(space)
+
+    def waiting_count(self) -> int:
+        with self.lock:
+            return sum(len(space.waiting) for space in self.spaces.values())
+
+    # --- the pass ----------------------------------------------------------------------------
+
+    def _start(self, space: Space, shapes: set[tuple] | None) -> None:
+        space.pass_order = [w for w in space.waiting if shapes is None or w.shape in shapes]
+        space.failed, space.again = set(), False
+        self._advance(space, first=True)
+
+    def _advance(self, space: Space, first: bool = False) -> None:
+        if not first:
+            space.current = None
+        while space.pass_order:
+            waiter = space.pass_order.pop(0)
+            if waiter in space.waiting and not waiter.covers(space.failed):
+                space.current, space.current_since = waiter, time.monotonic()
+                waiter.woken.set()
+                return
+        space.current = None
+        if space.again:
+            self._start(space, None)
+
+    # --- the listener ------------------------------------------------------------------------
+
+    def ensure_listener(self) -> None:
+        """One listener thread per process, started by the first waiter (after a fork too)."""
+        with self.lock:
+            if self.listener is not None and self.listener_pid == os.getpid() and self.listener.is_alive():
+                return
+            self.listener = Listener(self)
+            self.listener_pid = os.getpid()
+            self.listener.start()
+
+    def stop_listener(self, timeout: float = 5.0) -> None:
+        """Stop this process's listener and close its connection (a test database is dropped
+        after the suite; a server process just exits)."""
+        with self.lock:
+            listener, self.listener = self.listener, None
+        if listener is not None and listener.is_alive():
+            listener.stopping.set()
+            listener.join(timeout)
+
+
+def listen_conninfo() -> tuple[str | dict, bool]:
+    """Where the listener connects, and whether it LISTENs there (SPEC §15)."""
+    url = os.environ.get("DATABASE_LISTEN_URL", "").strip()
+    if url.lower() == "off":
+        database = settings.DATABASES["default"]
+        return direct_params(database), False
+    if url:
+        return url, True
+    return direct_params(settings.DATABASES["default"]), True
+
+
+def direct_params(database: dict) -> dict:
+    params = {"dbname": database["NAME"], "user": database.get("USER") or None,
+              "password": database.get("PASSWORD") or None, "host": database.get("HOST") or None,
+              "port": database.get("PORT") or None}
+    return {k: v for k, v in params.items() if v is not None}
+
+
+class Listener(threading.Thread):
+    """Hears ``NOTIFY spaces_work`` and runs the once-a-second re-check; reconnects when its
+    connection goes (a terminated backend, a database restart) and re-checks at once then."""
+
+    def __init__(self, registry: Registry) -> None:
+        super().__init__(name="spaces-listener", daemon=True)
+        self.registry = registry
+        self.statements = 0  # re-check statements sent (for tests and benchmarks)
+        self.connects = 0
+        self.connected = threading.Event()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        failures = 0
+        while not self.stopping.is_set():
+            try:
+                self.serve()
+            except (psycopg.Error, OSError) as error:
+                self.connected.clear()
+                if self.stopping.is_set():
+                    return
+                pause = RECONNECT_PAUSES[min(failures, len(RECONNECT_PAUSES) - 1)]
+                failures += 1
+                log.warning("work listener: %s; reconnecting in %.1f s", str(error).strip() or type(error).__name__,
+                            pause)
+                time.sleep(pause)
+            else:
+                failures = 0
+
+    def serve(self) -> None:
+        conninfo, listens = listen_conninfo()
+        kwargs = {"autocommit": True, "prepare_threshold": None, "application_name": LISTENER_NAME}
+        conn = (psycopg.connect(conninfo, **kwargs) if isinstance(conninfo, str)
+                else psycopg.connect(**conninfo, **kwargs))
+        with conn:
+            if listens:
+                conn.execute(f"LISTEN {CHANNEL}")
+            self.connects += 1
+            self.connected.set()
+            self.recheck(conn)  # whatever was made ready while no one listened
+            next_check = time.monotonic() + RECHECK_SECONDS
+            while not self.stopping.is_set():
+                timeout = max(0.0, next_check - time.monotonic())
+                if listens:
+                    for notice in conn.notifies(timeout=timeout):
+                        self.heard(notice.payload)
+                        timeout = max(0.0, next_check - time.monotonic())
+                        if timeout == 0:
+                            break
+                else:
+                    time.sleep(timeout)
+                if time.monotonic() >= next_check:
+                    self.registry.nudge_stalled()
+                    self.recheck(conn)
+                    next_check = time.monotonic() + RECHECK_SECONDS
+
+    def heard(self, payload: str) -> None:
+        try:
+            space_id = int(payload)
+        except ValueError:
+            return
+        self.registry.notified(space_id)
+
+    def recheck(self, conn: psycopg.Connection) -> None:
+        """One statement: for each kind of waiter here, is there work for it now?"""
+        probes = self.registry.probes()
+        if not probes:
+            return
+        sql = "SELECT ARRAY[" + ", ".join(f"({probe[0]})" for _, _, probe in probes) + "]"
+        params = [param for _, _, probe in probes for param in probe[1]]
+        self.statements += 1
+        (found,) = conn.execute(sql, params).fetchone()
+        ready: dict[int, set[tuple]] = {}
+        for (space_id, shape, _), has_work in zip(probes, found):
+            if has_work:
+                ready.setdefault(space_id, set()).add(shape)
+        for space_id, shapes in ready.items():
+            self.registry.notified(space_id, shapes)
+
+
+REGISTRY = Registry()
+
+
+def waiter_for_next(*, space, member, kind: str, labels: list[str], seen: int) -> Waiter:
+    """The waiter of a waited ``next``: its question (the ready queue with its labels, or the
+    attempts it may check) compiled by the ORM from the very querysets ``next`` takes from, so
+    the re-check asks exactly what ``next`` would (with a claim past its expiry counting as work:
+    ``next`` records the lapse and hands the task out)."""
+    if kind == "check":
+        shape, querysets = ("check", member.pk), [checkable_attempts(space=space, member=member)]
+    else:
+        shape = ("task", tuple(sorted(labels)))
+        querysets = [ready_queue(space.pk, labels), Claim.objects.filter(Claim.due(Now()), space_id=space.pk)]
+    parts = [queryset.values("pk")[:1].query.sql_with_params() for queryset in querysets]
+    probe = (" OR ".join(f"EXISTS({sql})" for sql, _ in parts), [param for _, params in parts for param in params])
+    return Waiter(space.pk, shape, probe, seen=seen)
