@@ -10,6 +10,7 @@ view answers 401.
 from __future__ import annotations
 
 import json
+import logging
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
@@ -20,6 +21,7 @@ from common.problems import PROBLEM_JSON, problem_response
 from common.refusals import DomainError, InvalidRequest, ServiceUnavailable
 from spaces.auth import bearer_token, request_api_key
 
+log = logging.getLogger("spaces.units")
 REPLAYED_HEADERS = ("Retry-After", "Location")
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -38,9 +40,11 @@ class UnitOfWorkMiddleware:
             return self.get_response(request)
         try:
             return self.in_unit(request)
-        except (OperationalError, InterfaceError):
+        except (OperationalError, InterfaceError) as error:
             # The database is away (its own answer, or the view's, could not be had): SPEC §3's
             # 503 with Retry-After. Nothing of the unit committed; a retry is safe.
+            log.warning("%s %s: the database did not answer (%s)", request.method, request.path,
+                        str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
             return problem_response(ServiceUnavailable())
 
     def in_unit(self, request):

@@ -41,6 +41,7 @@ from allocation.binding import has_control_characters
 from allocation.first_touch import relock, touch_first
 from allocation.idempotency import check_tuple, request_fingerprint, settle_operation
 from allocation.models import Operation, OperationState
+from common import gate
 from common.refusals import DomainError, InvalidRequest
 from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
@@ -288,7 +289,8 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *,
             # written, and nothing is held while it waits, not even a connection.
             waiting.requested = False
             connection.close()
-            waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))
+            with gate.released():  # a waiting request takes none of its process's running slots
+                waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))
     finally:
         if waiting.waiter is not None:
             waiting.waiter.leave()

@@ -101,8 +101,12 @@ def free_port() -> int:
 
 @contextmanager
 def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path = ROOT,
-             worker_class: str = "sync", threads: int = 1) -> Iterator[str]:
-    """A gunicorn serving the checkout at ``root`` (this one unless told) on a free port."""
+             worker_class: str = "sync", threads: int = 1, shipped: bool = False,
+             processes: list | None = None) -> Iterator[str]:
+    """A gunicorn serving the checkout at ``root`` (this one unless told) on a free port:
+    ``workers`` of ``worker_class`` with persistent connections, or with ``shipped`` the
+    project's own gunicorn.conf.py as it is (WEB_CONCURRENCY=``workers``). ``processes``
+    receives the master process."""
     import http.client
 
     port = free_port()
@@ -116,12 +120,17 @@ def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path 
         DJANGO_CONN_MAX_AGE=str(conn_max_age),
         PYTHONPATH=str(root),
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "settings.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--worker-class", worker_class, "--threads", str(threads),
-         "--log-level", "warning", "--backlog", "2048"],
-        cwd=root, env=env,
-    )
+    if shipped:
+        env["WEB_CONCURRENCY"] = str(workers)
+        command = ["--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+    else:
+        env["DJANGO_DB_POOL_SIZE"] = "0"  # a connection per worker, whatever gunicorn.conf.py says
+        command = ["settings.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+                   "--worker-class", worker_class, "--threads", str(threads), "--log-level", "warning",
+                   "--backlog", "2048"]
+    process = subprocess.Popen([sys.executable, "-m", "gunicorn", *command], cwd=root, env=env)
+    if processes is not None:
+        processes.append(process)
     try:
         deadline = time.monotonic() + 30
         while True:

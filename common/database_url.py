@@ -29,9 +29,14 @@ def _option(name: str, value: str) -> object:
     return value
 
 
-def parse_database_url(url: str, *, conn_max_age: int) -> dict:
+def parse_database_url(url: str, *, conn_max_age: int, pool_size: int = 0) -> dict:
     """``postgres://user:password@host:port/name?option=value``; ``?host=/a/folder`` names a
-    Unix socket folder instead of a host (as libpq reads it)."""
+    Unix socket folder instead of a host (as libpq reads it).
+
+    ``pool_size``: a process-wide pool of at most that many connections (psycopg_pool),
+    shared by the process's threads, instead of one persistent connection per thread: a
+    threaded server (gunicorn.conf.py) has far more threads than requests running at once,
+    most of them holding an agent's wait (SPEC §15), which holds no connection."""
     parts = urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql", "pgsql"):
         raise ValueError(f"DATABASE_URL: unsupported scheme {parts.scheme!r} (PostgreSQL only: postgres://…)")
@@ -41,6 +46,11 @@ def parse_database_url(url: str, *, conn_max_age: int) -> dict:
     # Django's .iterator() fetches in one go instead of through a server-side cursor.
     no_cursors = query.pop("disable_server_side_cursors", "false").lower() in ("true", "1")
     options = {**POSTGRES_DEFAULTS, **{name: _option(name, value) for name, value in query.items()}}
+    if pool_size > 0:
+        # Connections go back to the pool when each request ends (Django's pooling wants
+        # CONN_MAX_AGE 0); a request finding all of them busy waits up to 10 s for one.
+        options["pool"] = {"min_size": min(2, pool_size), "max_size": pool_size, "timeout": 10}
+        conn_max_age = 0
     return {
         "ENGINE": "common.postgresql",  # Django's, with a cheaper health check
         "NAME": unquote(parts.path.lstrip("/")) or "spaces",

@@ -104,7 +104,8 @@ def database_url() -> str:
 
 
 DATABASES = {
-    "default": parse_database_url(database_url(), conn_max_age=int(os.environ.get("DJANGO_CONN_MAX_AGE", "600")))
+    "default": parse_database_url(database_url(), conn_max_age=int(os.environ.get("DJANGO_CONN_MAX_AGE", "600")),
+                                  pool_size=int(os.environ.get("DJANGO_DB_POOL_SIZE", "0") or 0))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

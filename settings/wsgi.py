@@ -1,8 +1,11 @@
-"""WSGI entry point: ``gunicorn settings.wsgi:application``."""
+"""WSGI entry point: ``gunicorn settings.wsgi:application`` (gunicorn.conf.py names it)."""
 import os
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings.base")
 
-application = get_wsgi_application()
+from common import gate  # noqa: E402  (after the settings module is named)
+
+# Each request holds one of the process's few running slots; a waiting one gives it back.
+application = gate.wrap(get_wsgi_application())

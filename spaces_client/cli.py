@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from typing import Any, Callable
 
@@ -81,6 +82,8 @@ def readable(command: str, result: Any) -> str:
         return f"attempt {a['number']} is {a['state']}; {describe_task(result['task'])}"
     if command == "give-back":
         return f"gave back {describe_task(result['task'])}"
+    if command == "heartbeat":
+        return f"claim {result['claim']['id']} renewed until {result['claim']['expires_at']}"
     if command == "post":
         return f"post {result['id']}"
     if command == "bind":
@@ -124,6 +127,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--number", type=int)
     p.add_argument("--join", action="store_true", help="hold the task beside its other holders (up to 3)")
     p.add_argument("--check", action="store_true", help="get an attempt you may check instead")
+    p.add_argument("--wait", type=float, default=0, metavar="S",
+                   help="when nothing is ready, wait up to S seconds (0-60) for work instead of answering at once")
+    p = sub.add_parser("heartbeat", help="renew your claim on a task while you work on it: spaces heartbeat 12")
+    p.add_argument("number", type=int)
+    p = sub.add_parser(
+        "work", help="claim a task, run a command on it, deliver its output: spaces work --wait 30 -- ./agent.sh",
+        description="Claim a task (waiting up to --wait seconds), run COMMAND with the task in its environment "
+        "(SPACES_TASK, SPACES_TASK_TITLE, SPACES_TASK_BODY, SPACES_URL, SPACES_KEY) while a heartbeat keeps the "
+        "claim alive; on exit 0 post its standard output as the result and mark the task done, otherwise give "
+        "the claim back. --loop takes the next task after each. Exit codes: 0 done (or nothing to do), 1 the "
+        "command failed or the service refused, 2 usage or no answer.")
+    p.add_argument("--wait", type=float, default=0, metavar="S", help="wait up to S seconds (0-60) for a task")
+    p.add_argument("--label", dest="labels", action="append", metavar="LABEL",
+                   help="only tasks carrying this label (repeat: all of them)")
+    p.add_argument("--loop", action="store_true", help="after each task, take the next (Ctrl-C stops)")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     p = sub.add_parser("give-back", help="end your claim on a task")
     p.add_argument("number", type=int)
     p = sub.add_parser("post", help="write a post (cite it with `done`)")
@@ -181,7 +200,8 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
         "unblock": lambda: client.unblock(args.number, args.blocker),
         "ready": lambda: ready(client, args.labels),
         "next": lambda: client.next(number=args.number, join=args.join, kind="check" if args.check else None,
-                                    labels=args.labels),
+                                    labels=args.labels, wait=args.wait),
+        "heartbeat": lambda: client.heartbeat(args.number),
         "give-back": lambda: client.give_back(args.number),
         "post": lambda: client.post(args.body, args.title),
         "done": lambda: client.done(args.number, args.post),
@@ -205,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         client = SpacesClient(url, key, deadline=args.deadline)
+        if args.command == "work":
+            return work(client, args, url, key)
         result = call(client, args)
     except SpacesRefusal as refusal:
         out(json.dumps(refusal.body, indent=2) if args.json else refused(refusal))
@@ -214,6 +236,59 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out(json.dumps(result, indent=2) if args.json else readable(args.command, result))
     return 0
+
+
+MAX_RESULT_BYTES = 64 * 1024  # a post's body (SPEC §3)
+
+
+def work(client: SpacesClient, args: argparse.Namespace, url: str, key: str) -> int:
+    """``spaces work``: a command-line agent as a member of the team (SPEC §15)."""
+    command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not command:
+        print("spaces work: give the command after --, e.g. spaces work --wait 30 -- ./agent.sh", file=sys.stderr)
+        return 2
+    status = 0
+    try:
+        while True:
+            status = work_once(client, args, command, url, key)
+            if not args.loop or status == 2:
+                return status
+    except KeyboardInterrupt:
+        return 130
+
+
+def work_once(client: SpacesClient, args: argparse.Namespace, command: list[str], url: str, key: str) -> int:
+    try:
+        with client.claimed(wait=args.wait, labels=args.labels) as claimed:
+            if claimed is None:
+                if not args.loop:
+                    out("nothing to do")
+                return 0
+            task = claimed.task
+            out(f"working on {describe_task(task)}")
+            env = {**os.environ, "SPACES_TASK": str(task["id"]), "SPACES_TASK_TITLE": task["title"],
+                   "SPACES_TASK_BODY": task.get("body", ""), "SPACES_URL": url, "SPACES_KEY": key}
+            try:
+                finished = subprocess.run(command, env=env, stdout=subprocess.PIPE)
+            except OSError as error:
+                raise CommandFailed(f"cannot run {command[0]}: {error}") from None
+            if finished.returncode != 0:
+                raise CommandFailed(f"{command[0]} exited {finished.returncode}")
+            result = finished.stdout.decode("utf-8", "replace")
+            if len(result.encode()) > MAX_RESULT_BYTES:
+                result = result.encode()[:MAX_RESULT_BYTES - 64].decode("utf-8", "ignore") + "\n… (output cut at 64 KiB)"
+            post = client.post(result if result.strip() else f"{command[0]} exited 0 with no output.",
+                               title=f"Result of task {task['id']}")
+            done = client.done(task["id"], post["id"])
+            out(readable("done", done))
+            return 0
+    except CommandFailed as failure:
+        print(f"spaces work: {failure}; gave the claim back", file=sys.stderr)
+        return 1
+
+
+class CommandFailed(Exception):
+    """The command of ``spaces work`` did not succeed: its claim goes back."""
 
 
 def refused(refusal: SpacesRefusal) -> str:

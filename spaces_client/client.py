@@ -12,14 +12,21 @@ and an HTTP library's import alone cost more than the request.
 
     client = SpacesClient("http://127.0.0.1:8000/v1/spaces/agent-lab", key)
     task = client.create_task("Build a benchmark for code review agents")
+
+    with client.claimed(wait=30) as work:      # SPEC §15: wait for a task, heartbeat meanwhile
+        if work is not None:
+            ...                                 # raises: the claim is given back
 """
 from __future__ import annotations
 
 import http.client
 import json
 import os
+import threading
 import time
-from typing import Any
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Iterator
 from urllib.parse import urlencode, urlsplit
 
 RETRYABLE_CODES = {"conflict_key_reserved", "idempotency_in_progress"}
@@ -44,16 +51,21 @@ class SpacesClient:
         if "/v1/spaces/" not in parts.path or parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("the space URL looks like http://host:8000/v1/spaces/<slug>")
         self.space_path = parts.path
+        self.space_url, self.key = space_url, key
         self.deadline = max(0.0, deadline)
         self.scheme, self.host, self.port, self.timeout = parts.scheme, parts.hostname, parts.port, timeout
         self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
         self.connection: http.client.HTTPConnection | None = None
 
-    def send(self, method: str, path: str, body: Any, params: dict | None, headers: dict) -> "Reply":
+    def send(self, method: str, path: str, body: Any, params: dict | None, headers: dict,
+             timeout: float | None = None) -> "Reply":
         """One HTTP exchange on a kept-alive connection (a new one after any failure)."""
         if self.connection is None:
             kind = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
             self.connection = kind(self.host, self.port, timeout=self.timeout)
+        self.connection.timeout = timeout or self.timeout
+        if self.connection.sock is not None:
+            self.connection.sock.settimeout(self.connection.timeout)
         data = None if body is None else json.dumps(body).encode()
         target = path + (f"?{urlencode(params, doseq=True)}" if params else "")
         try:
@@ -68,16 +80,18 @@ class SpacesClient:
 
     # --- transport ------------------------------------------------------------------------
 
-    def request(self, method: str, path: str, body: Any = None, *, params: dict | None = None) -> Any:
+    def request(self, method: str, path: str, body: Any = None, *, params: dict | None = None,
+                answer_within: float = 0.0) -> Any:
         """One logical call; POSTs carry one Idempotency-Key across all of their tries, which go on
-        while the failure is transient and the deadline allows."""
+        while the failure is transient and the deadline allows. ``answer_within``: seconds the
+        server may take on purpose (a waited ``next``), on top of the usual timeout."""
         # 128 random bits, as a UUID4 holds (importing uuid alone cost a CLI call ~5 ms).
         headers = {"Idempotency-Key": os.urandom(16).hex()} if method == "POST" else {}
-        ends = time.monotonic() + self.deadline
+        ends = time.monotonic() + self.deadline + answer_within
         attempt = 0
         while True:
             try:
-                reply = self.send(method, path, body, params, headers)
+                reply = self.send(method, path, body, params, headers, timeout=self.timeout + answer_within)
             except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, cut short
                 last_error, wait = f"{type(exc).__name__}: {exc}", backoff(attempt)
             else:
@@ -127,7 +141,8 @@ class SpacesClient:
         return self.request("DELETE", self.space(f"/tasks/{number}/blockers/{blocker}"))
 
     def next(self, *, number: int | None = None, join: bool = False, kind: str | None = None,
-             labels: list[str] | None = None) -> dict:
+             labels: list[str] | None = None, wait: float = 0) -> dict:
+        """Claim work (SPEC §6.1); with ``wait``, wait up to that many seconds for some (§15)."""
         body: dict[str, Any] = {}
         if number is not None:
             body.update(number=number, join=join)
@@ -135,10 +150,43 @@ class SpacesClient:
             body["kind"] = kind
         if labels:
             body["labels"] = labels
-        return self.request("POST", self.space("/next"), body)
+        if wait:
+            body["wait"] = wait
+        return self.request("POST", self.space("/next"), body, answer_within=wait)
+
+    def heartbeat(self, number: int) -> dict:
+        """Renew your claim on task ``number`` (SPEC §15): ``{"claim": {…, "expires_at"}}``."""
+        return self.request("POST", self.space(f"/tasks/{number}/heartbeat"), {})
 
     def give_back(self, number: int) -> dict:
         return self.request("POST", self.space(f"/tasks/{number}/give-back"), {})
+
+    @contextmanager
+    def claimed(self, *, wait: float = 0, labels: list[str] | None = None) -> Iterator["Work | None"]:
+        """Claim the next task (waiting up to ``wait`` seconds for one) and keep the claim alive
+        while the block runs: a background thread heartbeats every third of the claim's lease.
+        ``None`` when there was nothing to do. If the block raises, the claim is given back
+        (and the error goes on); if it ends, the claim stays as the block left it (a ``done``
+        ended it)."""
+        answer = self.next(wait=wait, labels=labels)
+        if answer.get("task") is None:
+            yield None
+            return
+        work = Work(answer["task"], answer["claim"])
+        beating = Heartbeats(self, work)
+        beating.start()
+        try:
+            yield work
+        except BaseException:
+            beating.stop()
+            try:
+                self.give_back(work.number)
+            except (SpacesRefusal, SpacesUnavailable):
+                pass  # it lapsed or ended meanwhile: nothing of ours to give back
+            raise
+        finally:
+            beating.stop()
+
 
     def post(self, body: str, title: str = "") -> dict:
         return self.request("POST", self.space("/posts"), {"title": title, "body": body})
@@ -194,3 +242,49 @@ def wait_for(reply: Reply, body: dict, attempt: int) -> float:
         return min(float({k.lower(): v for k, v in reply.headers.items()}.get("retry-after", "")), 10.0)
     except ValueError:
         return backoff(attempt)
+
+
+class Work:
+    """A claimed task: ``task`` and ``claim`` as the service answered; ``lapsed`` once a
+    heartbeat was refused because the claim had lapsed (the work may go on; a done still
+    counts as an attempt)."""
+
+    def __init__(self, task: dict, claim: dict) -> None:
+        self.task, self.claim, self.lapsed = task, claim, False
+
+    @property
+    def number(self) -> int:
+        return self.task["id"]
+
+
+class Heartbeats(threading.Thread):
+    """Renews a claim every third of its lease until stopped (its own client and connection)."""
+
+    def __init__(self, owner: SpacesClient, work: Work) -> None:
+        super().__init__(name=f"heartbeat-{work.number}", daemon=True)
+        lease = (timestamp(work.claim["expires_at"]) - timestamp(work.claim["created_at"]))
+        self.every = min(max(lease / 3, 1.0), 600.0)
+        # Its own connection; a beat retries no longer than until the next one is due.
+        self.client = SpacesClient(owner.space_url, owner.key, deadline=self.every, timeout=owner.timeout)
+        self.work = work
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every):
+            try:
+                self.work.claim = self.client.heartbeat(self.work.number)["claim"]
+            except SpacesRefusal:
+                self.work.lapsed = True  # claim_lapsed or not_holder: nothing left to renew
+                return
+            except SpacesUnavailable:
+                continue  # the next beat may get through before the lease ends
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=self.client.timeout + 1)
+
+
+def timestamp(text: str) -> float:
+    """An ISO 8601 time as the service writes it (UTC as Z), in seconds since the epoch."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -16,6 +16,8 @@ from datetime import datetime
 from itertools import groupby
 
 from django.db import transaction
+from django.db.models import DateTimeField, ExpressionWrapper, F, QuerySet
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tasks import wakeups
@@ -64,3 +66,11 @@ def lapse_due(*, space_id: int | None = None, task: Task | None = None, now: dat
                 wakeups.work_ready(current.space_id)
                 lapsed += ended
     return lapsed
+
+
+def lapsing(claims: QuerySet, now: datetime) -> QuerySet:
+    """The live ones among ``claims`` in the last fifth of their lease (since made or last
+    renewed): about to lapse, as the board marks them (SPEC §14)."""
+    renewed = Coalesce(F("last_heartbeat_at"), F("created_at"))
+    warn_at = ExpressionWrapper(F("expires_at") - (F("expires_at") - renewed) / 5, output_field=DateTimeField())
+    return claims.filter(Claim.live(now)).alias(warn_at=warn_at).filter(warn_at__lte=now)

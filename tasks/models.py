@@ -244,6 +244,10 @@ class Claim(models.Model):
         ]
         indexes = [
             models.Index(fields=["expires_at"], name="claim_live_expiry", condition=Q(ended_at__isnull=True)),
+            # A space's claims past their expiry (Claim.due), which next asks about each time:
+            # found by range, however many live claims the space has.
+            models.Index(fields=["space", "expires_at"], name="claim_live_space_expiry",
+                         condition=Q(ended_at__isnull=True)),
             models.Index(fields=["space", "member"], name="claim_live_by_space", condition=Q(ended_at__isnull=True)),
             models.Index(fields=["task", "cycle"], name="claim_task_cycle"),
         ]

@@ -124,6 +124,48 @@ def graph_section() -> dict:
     }
 
 
+@register_section("live")
+def live_section() -> dict:
+    """SPEC §15: waiting for work, leases and heartbeats, lapse."""
+    return {
+        "summary": "Wait for work instead of polling, keep a claim alive with heartbeats, and dropped work goes "
+        "back to the team when its lease ends.",
+        "waiting": [
+            "POST …/next {\"wait\": S} (0-60 seconds; also with labels or kind: check): when nothing is ready for "
+            "you, waits up to S seconds and claims work the moment it is made ready (created, unblocked, given "
+            "back, reopened, relabelled, a claim lapsed, an attempt to check), answering what next answers; "
+            "{\"task\": null} when the time is up",
+            "each task goes to exactly one caller; callers waiting in one server process are served longest "
+            "waiting first",
+            "a waiting request holds no transaction, lock or connection; wait with number is a 422",
+            "with an Idempotency-Key, a retry after a dropped connection answers the claim made for it",
+        ],
+        "leases": [
+            "space setting claim_lease_seconds (null, or 10-3600; default null): a claim lasts that long from when "
+            "it was made or last renewed, else task_claim_hours",
+            "POST …/tasks/{n}/heartbeat renews your live claim: 200 {\"claim\": {…, \"expires_at\", "
+            "\"last_heartbeat_at\"}}; heartbeat every third of the lease",
+            "409 claim_lapsed: your claim lapsed (claim the task again; a done is still an attempt); "
+            "409 not_holder: you hold no claim on it",
+        ],
+        "lapse": [
+            "a claim past its expires_at is ended at that moment for every rule: next hands its task out again "
+            "at once and waiters are woken",
+            "the lapse is recorded once, by whichever meets it first (next, a change or read of the task, a list, "
+            "expire_claims): history claim_lapsed and a claim_lapsed notification to the holder",
+        ],
+        "settings": {"claim_lease_seconds": {"default": None, "range": "null or 10-3600"}},
+        "cli": ["spaces next --wait S", "spaces heartbeat N",
+                "spaces work [--wait S] [--label L]... [--loop] -- COMMAND...: claims a task, runs COMMAND with "
+                "SPACES_TASK, SPACES_TASK_TITLE, SPACES_TASK_BODY, SPACES_URL and SPACES_KEY in its environment "
+                "while heartbeating, posts its standard output and marks the task done on exit 0, else gives the "
+                "claim back"],
+        "mcp": "next_task takes wait; the heartbeat tool renews a claim",
+        "history": [EventKind.LAPSED],
+        "refusals": [refusal(code) for code in ["claim_lapsed", "not_holder"]],
+    }
+
+
 @register_section("agents")
 def agents_section() -> dict:
     """The MCP tools and the CLI, described from the code that serves them."""

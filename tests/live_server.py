@@ -45,18 +45,22 @@ def server_env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def gunicorn(workers: int = 4, threads: int = 1, **env: str) -> Iterator[str]:
+def gunicorn(workers: int = 4, threads: int | None = None, **env: str) -> Iterator[str]:
+    """The project's gunicorn.conf.py (threaded workers, pooled connections), with ``workers``
+    and, when given, ``threads`` instead of its own counts."""
     with gunicorn_process(workers, threads, **env) as (base, _):
         yield base
 
 
 @contextmanager
-def gunicorn_process(workers: int = 4, threads: int = 1, **env: str) -> Iterator[tuple[str, subprocess.Popen]]:
+def gunicorn_process(workers: int = 4, threads: int | None = None, **env: str
+                     ) -> Iterator[tuple[str, subprocess.Popen]]:
     """Like ``gunicorn``, also yielding the master process (its children are the workers)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "settings.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--threads", str(threads), "--timeout", "60", "--log-level", "warning"],
+         "--workers", str(workers), *(["--threads", str(threads)] if threads else []), "--timeout", "60",
+         "--log-level", "warning"],
         cwd=ROOT,
         env=server_env(**env),
     )

@@ -91,3 +91,27 @@ def test_a_column_shows_fifty_cards_and_counts_the_rest(space, steward):
     Task.objects.bulk_create(rows)
     column = logged_in("viewer").get(DATA).json()["columns"]["ready"]
     assert len(column["cards"]) == 50 and column["total"] == 61
+
+
+def test_a_claim_about_to_lapse_is_marked_and_a_lapsed_one_shows_ready(space, steward, writer):
+    """SPEC §14, §15: a claim in the last fifth of its lease is marked on its card (the ETag
+    changes as it enters it), and one past its expiry is recorded and its task shown ready."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tasks.models import Claim, TaskEvent
+
+    viewer = logged_in("viewer")
+    create_task(space=space, actor=steward.member, title="schema change")
+    writer.api.post("/v1/spaces/agent-lab/next")
+    response = viewer.get(DATA)
+    assert response.json()["cards"]["1"]["lapsing"] is False
+    now = timezone.now()
+    Claim.objects.update(created_at=now - timedelta(seconds=100), expires_at=now + timedelta(seconds=10))
+    marked = viewer.get(DATA, headers={"If-None-Match": response["ETag"]})
+    assert marked.status_code == 200 and marked.json()["cards"]["1"]["lapsing"] is True
+    Claim.objects.update(expires_at=now - timedelta(seconds=1))
+    lapsed = viewer.get(DATA, headers={"If-None-Match": marked["ETag"]}).json()
+    assert lapsed["columns"]["ready"]["cards"] == [1] and lapsed["cards"]["1"]["holders"] == []
+    assert TaskEvent.objects.filter(kind="claim_lapsed").count() == 1

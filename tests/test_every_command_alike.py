@@ -77,7 +77,7 @@ REST: dict[str, tuple[str, str]] = {
 }
 # MCP tool arguments where they are not the input itself (flat lookups, and renamed fields).
 MCP_ARGUMENTS = {"add_blocker": lambda data: {"blocker": data["task"]}}
-TIMES = {"created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at"}
+TIMES = {"last_heartbeat_at", "created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at"}
 
 
 def comparable(body: Any) -> Any:

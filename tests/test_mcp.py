@@ -161,3 +161,32 @@ def test_the_work_graph_through_tools():
     assert [t["number"] for t in answers[7]["tasks"]] == [2]
     assert not results[8][0] and answers[8]["blocked_by"] == []
     assert answers[9]["task"]["number"] == 2  # priority 0 now ready, before 3 (priority 4)
+
+
+def test_next_task_waits_for_work_and_heartbeat_renews_the_claim():
+    """SPEC §15 over MCP: next_task with wait answers once a task is made ready; heartbeat renews."""
+    import threading
+    import time
+
+    from django.db import connection
+
+    space = load_agent_lab()
+    steward, _ = member_with_key(space, "steward", "steward")
+    _, writer = member_with_key(space, "writer", "agent-1")
+
+    def make_later():
+        time.sleep(2)
+        create_task(space=space, actor=steward, title="Retry policy")
+        connection.close()
+
+    with gunicorn(workers=2) as base:
+        maker = threading.Thread(target=make_later)
+        maker.start()
+        started = time.monotonic()
+        _, results = run(base, writer, [("next_task", {"wait": 30}), ("heartbeat", {"number": 1}),
+                                        ("heartbeat", {"number": 99})])
+        maker.join()
+    (e1, claimed), (e2, beat), (e3, missing) = results
+    assert not e1 and json.loads(claimed)["task"]["id"] == 1 and time.monotonic() - started < 25
+    assert not e2 and json.loads(beat)["claim"]["last_heartbeat_at"]
+    assert e3 and json.loads(missing[missing.index("{"):])["error"] == "not_found"

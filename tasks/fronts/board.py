@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from allocation import services as allocation
 from spaces.models import Space
-from tasks import graph
+from tasks import graph, lapses
 from tasks.filters import LABEL, blocked, ready_condition
 from tasks.models import Attempt, Claim, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
@@ -57,10 +57,14 @@ def filtered(tasks: QuerySet, *, label: str | None, member: int | None) -> Query
 
 
 def version(space: Space) -> str:
-    """Changes when anything on the board may have: a history event, a duplicate prevented."""
+    """Changes when anything on the board may have: a history event, a duplicate prevented, a
+    claim entering the last fifth of its lease."""
+    now = timezone.now()
+    lapses.lapse_due(space_id=space.pk, now=now)  # a lapse nobody met yet: recorded, so shown ready
     latest = TaskEvent.objects.filter(space=space).aggregate(latest=Max("id"))["latest"] or 0
-    duplicates = allocation.conflicts_since(space.pk, timezone.now() - DUPLICATES_WINDOW)
-    return f"{latest}.{duplicates}"
+    duplicates = allocation.conflicts_since(space.pk, now - DUPLICATES_WINDOW)
+    warned = lapses.lapsing(Claim.objects.filter(space=space), now).count()
+    return f"{latest}.{duplicates}.{warned}"
 
 
 def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
@@ -69,9 +73,11 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
     graph.attach(tasks)
     ids = [t.pk for t in tasks]
     holders: dict[int, list[tuple[str, str]]] = {}
-    for task_id, name, since in (Claim.objects.filter(task_id__in=ids, ended_at=None).order_by("created_at")
-                                 .values_list("task_id", "member__name", "created_at")):
+    now = timezone.now()
+    live = Claim.objects.filter(Claim.live(now), task_id__in=ids)
+    for task_id, name, since in live.order_by("created_at").values_list("task_id", "member__name", "created_at"):
         holders.setdefault(task_id, []).append((name, iso(since)))
+    about_to_lapse = set(lapses.lapsing(live, now).values_list("task_id", flat=True))
     attempts: dict[int, dict[str, Any]] = {}
     latest = (Attempt.objects.filter(task_id__in=ids).order_by("task_id", "-number")
               .annotate(confirms=Count("checks", filter=Q(checks__verdict="confirm"))))
@@ -93,7 +99,8 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
         out[task.number] = {
             "number": task.number, "title": task.title, "status": task.status, "slot": task.work_item_id,
             "priority": task.priority, "labels": list(task.labels),
-            "holders": [name for name, _ in held], "blocked_by": blocked_by, "blocks": blocks,
+            "holders": [name for name, _ in held], "lapsing": task.pk in about_to_lapse,
+            "blocked_by": blocked_by, "blocks": blocks,
             "attempt": None if attempt is None else {
                 "number": attempt["number"], "state": attempt["state"], "confirmations": attempt["confirms"],
                 "needed": space.confirmations_required},

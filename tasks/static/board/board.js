@@ -47,6 +47,7 @@
     }
     const meta = el("div", "meta");
     if (data.holders.length) meta.append(el("span", "who", data.holders.join(", ")), " · ");
+    if (data.lapsing) meta.append(el("span", "lapsing", "claim lapses soon"), " · ");
     if (data.blocked_by.length) meta.append(el("span", "wait", "waits on " + data.blocked_by.map(n => "#" + n).join(", ")), " · ");
     if (data.attempt && (data.status === "in_review" || data.status === "done")) {
       const a = data.attempt;

@@ -1,0 +1,31 @@
+"""How the service is served in production (SPEC §9, §15): gunicorn reads this file from the
+project root by default, so ``gunicorn`` alone (or with ``--bind``) serves it this way.
+
+Threads, because agents wait: a waited ``next`` holds its request for up to 60 s, and a sync
+worker would be taken whole by it. A waiting request holds a thread blocked on an event (no
+CPU, no connection, no transaction), so each worker carries many of them beside the requests
+that run; its connections come from a pool shared by its threads. Why these counts, with
+figures: docs/deploying.md and docs/benchmarks.md (benchmarks/live_bench.py).
+"""
+import os
+
+wsgi_app = "settings.wsgi:application"
+worker_class = "gthread"
+# WEB_CONCURRENCY, as gunicorn reads it; 2 workers on this 2-core machine measured best.
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+# Each waiting agent holds one thread while it waits: enough for hundreds per worker, beside
+# the requests that run. Idle threads cost memory only (their stacks), and none are started
+# before they are needed.
+threads = int(os.environ.get("GUNICORN_THREADS", "256"))
+worker_connections = 2048
+# A waited next answers within 60 s; the worker's own heartbeat is its main loop's, which
+# waiting threads never block.
+timeout = 90
+graceful_timeout = 70  # a restart lets the waits in flight finish
+keepalive = 5
+backlog = 2048
+# The request running in a worker takes a connection from its pool (a few: admin pages and
+# the MCP front may hold one a moment longer).
+os.environ.setdefault("DJANGO_DB_POOL_SIZE", "4")
+# One request runs at a time in each worker (common.gate); waiting ones give their turn back.
+os.environ.setdefault("SPACES_RUNNING_PER_PROCESS", "1")

@@ -1,0 +1,187 @@
+"""SPEC §15 under faults, on real gunicorn workers with the shipped gunicorn.conf.py: many
+waiters and a burst of work, a worker SIGKILLed while it holds waiters, every server
+connection cut while agents wait, an agent that stops, one that heartbeats through load."""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections import Counter
+
+import httpx
+import psutil
+import psycopg
+import pytest
+from django.db import connection
+
+from spaces.models import Space
+from tasks.models import Claim
+from tests.conftest import load_agent_lab
+from tests.factories import create_task, member_with_key
+from tests.live_server import gunicorn, gunicorn_process
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+S = "/v1/spaces/agent-lab"
+
+
+def headers(key: str, idempotency_key: str | None = None) -> dict:
+    return {"Authorization": f"Bearer {key}", **({"Idempotency-Key": idempotency_key} if idempotency_key else {})}
+
+
+def waited_next(base: str, key: str, wait: float, idempotency_key: str | None = None,
+                retry_until: float = 0.0) -> dict:
+    """A waited next; with ``retry_until`` (a monotonic time) it retries a dropped connection
+    with the same Idempotency-Key, as the client does."""
+    while True:
+        try:
+            response = httpx.post(f"{base}{S}/next", json={"wait": wait}, headers=headers(key, idempotency_key),
+                                  timeout=wait + 30)
+            return response.json()
+        except httpx.TransportError:
+            if time.monotonic() > retry_until:
+                raise
+            time.sleep(0.2)
+
+
+def in_threads(count: int, action) -> list:
+    results: list = [None] * count
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            results[i] = action(i)
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads, results, errors
+
+
+def finish(threads, errors, timeout: float = 120) -> None:
+    for thread in threads:
+        thread.join(timeout)
+    assert not errors, errors[:3]
+    assert not any(thread.is_alive() for thread in threads)
+
+
+def test_fifty_waiters_and_twenty_tasks_made_ready_at_once_each_task_to_exactly_one():
+    space = load_agent_lab()
+    steward, steward_key = member_with_key(space, "steward", "steward")
+    keys = [member_with_key(space, "writer", f"agent-{i}")[1] for i in range(50)]
+    with gunicorn(workers=2) as base:
+        threads, results, errors = in_threads(50, lambda i: waited_next(base, keys[i], 10))
+        time.sleep(3)  # every waiter has tried once and waits
+        window = httpx.post(f"{base}{S}/tasks/window", headers=headers(steward_key), timeout=30, json={
+            "proposals": [{"title": f"Burst job number {i} of twenty"} for i in range(20)]})
+        assert window.status_code == 200
+        finish(threads, errors)
+    handed = [r["task"]["id"] for r in results if r["task"] is not None]
+    assert sorted(handed) == list(range(1, 21))  # each task once, none left
+    assert sum(1 for r in results if r["task"] is None) == 30
+    assert Claim.objects.count() == 20 and len(set(Claim.objects.values_list("task_id", flat=True))) == 20
+
+
+def test_a_worker_killed_while_holding_waiters_loses_no_claim():
+    """Waiters on both workers; one worker is SIGKILLed. The other worker's waiters are served;
+    the dead one's retry (same Idempotency-Key) waits again and gets exactly one task; no claim
+    is made that no answer names."""
+    space = load_agent_lab()
+    steward, steward_key = member_with_key(space, "steward", "steward")
+    keys = [member_with_key(space, "writer", f"agent-{i}")[1] for i in range(12)]
+    with gunicorn_process(workers=2) as (base, master):
+        retry_until = time.monotonic() + 60
+        threads, results, errors = in_threads(
+            12, lambda i: waited_next(base, keys[i], 20, idempotency_key=f"wait-{i}", retry_until=retry_until))
+        time.sleep(3)
+        workers = psutil.Process(master.pid).children()
+        assert len(workers) == 2
+        workers[0].send_signal(signal.SIGKILL)
+        time.sleep(3)  # gunicorn starts a new worker; the killed waiters retry and wait there
+        for i in range(12):
+            create_task(space=space, actor=steward, title=f"Job for a waiter, number {i}")
+        finish(threads, errors)
+    handed = [r["task"]["id"] for r in results]
+    assert sorted(handed) == list(range(1, 13))
+    claims = Counter(Claim.objects.values_list("task__number", flat=True))
+    assert claims == Counter(range(1, 13))  # one claim a task, each named by an answer
+
+
+def test_waiters_get_work_after_every_server_connection_is_cut():
+    """What a database restart does to the service: every one of its connections ends (the
+    listener's, the pooled ones). The listener reconnects and re-checks; waiters are served."""
+    space = load_agent_lab()
+    steward, _ = member_with_key(space, "steward", "steward")
+    _, key = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=2) as base:
+        threads, results, errors = in_threads(1, lambda i: waited_next(base, key, 30))
+        time.sleep(2)
+        s = connection.settings_dict
+        with psycopg.connect(host=s["HOST"] or None, port=s["PORT"] or None, user=s["USER"] or None,
+                             password=s["PASSWORD"] or None, dbname=s["NAME"], autocommit=True) as admin:
+            cut = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                                "AND backend_type = 'client backend'").fetchone()[0]
+        assert cut >= 2  # at least each worker's listener
+        connection.close()
+        made = time.monotonic()
+        create_task(space=space, actor=steward, title="Retry policy")
+        finish(threads, errors)
+        assert results[0]["task"]["id"] == 1
+        assert time.monotonic() - made < 6
+
+
+def test_an_agent_that_stops_is_lapsed_within_its_lease_and_the_recheck():
+    space = load_agent_lab()
+    Space.objects.filter(pk=space.pk).update(claim_lease_seconds=10)
+    steward, _ = member_with_key(space, "steward", "steward")
+    _, quitter = member_with_key(space, "writer", "quitter")
+    _, waiter = member_with_key(space, "writer", "waiter")
+    create_task(space=space, actor=steward, title="Retry policy")
+    with gunicorn(workers=2) as base:
+        claimed = httpx.post(f"{base}{S}/next", json={}, headers=headers(quitter), timeout=30).json()
+        claimed_at = time.monotonic()
+        assert claimed["task"]["id"] == 1  # …and the quitter is never heard from again
+        taken = waited_next(base, waiter, 30)
+        taken_after = time.monotonic() - claimed_at
+    assert taken["task"]["id"] == 1 and taken["claim"]["member"]["name"] == "waiter"
+    assert 9.5 <= taken_after <= 10 + 1 + 1.5  # the lease, the re-check interval, and some slack
+    assert Claim.objects.filter(end_reason="lapsed").count() == 1
+
+
+def test_an_agent_heartbeating_every_third_of_its_lease_through_load_is_never_lapsed():
+    space = load_agent_lab()
+    Space.objects.filter(pk=space.pk).update(claim_lease_seconds=10)
+    steward, steward_key = member_with_key(space, "steward", "steward")
+    _, holder = member_with_key(space, "writer", "holder")
+    busy = [member_with_key(space, "writer", f"busy-{i}")[1] for i in range(6)]
+    create_task(space=space, actor=steward, title="Retry policy")
+    stop = threading.Event()
+
+    def load(i: int) -> int:
+        sent = 0
+        with httpx.Client(base_url=base, headers=headers(busy[i]), timeout=30) as client:
+            while not stop.is_set():
+                client.post(f"{S}/tasks", json={"title": f"load {i} {sent}"})
+                client.post(f"{S}/next", json={})
+                sent += 2
+        return sent
+
+    with gunicorn(workers=2) as base:
+        assert httpx.post(f"{base}{S}/next", json={"number": 1}, headers=headers(holder), timeout=30).status_code == 200
+        threads, sent, errors = in_threads(6, load)
+        refusals = 0
+        ends = time.monotonic() + 60
+        while time.monotonic() < ends:
+            time.sleep(10 / 3)
+            beat = httpx.post(f"{base}{S}/tasks/1/heartbeat", headers=headers(holder), timeout=30)
+            if beat.status_code != 200:
+                refusals += 1
+                print("refused", beat.status_code, beat.text[:300])
+        stop.set()
+        finish(threads, errors)
+    assert refusals == 0 and sum(sent) > 100  # the server was busy all along
+    claim = Claim.objects.get(task__number=1, member__name="holder")
+    assert claim.ended_at is None and not Claim.objects.filter(task__number=1, end_reason="lapsed").exists()
