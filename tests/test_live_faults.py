@@ -179,7 +179,7 @@ def test_an_agent_heartbeating_every_third_of_its_lease_through_load_is_never_la
             beat = httpx.post(f"{base}{S}/tasks/1/heartbeat", headers=headers(holder), timeout=30)
             if beat.status_code != 200:
                 refusals += 1
-                print("refused", beat.status_code, beat.text[:300])
+                print("heartbeat refused:", beat.status_code, beat.text[:300])  # shown when the test fails
         stop.set()
         finish(threads, errors)
     assert refusals == 0 and sum(sent) > 100  # the server was busy all along
