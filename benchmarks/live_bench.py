@@ -9,9 +9,11 @@
    arriving (an upper bound on "from its commit"), p50 and p99, and each task claimed once;
 4. agents killed mid-task with ``claim_lease_seconds = 15``: from the kill to a waiting
    agent's claim of the task, p50 and p99; and an agent heartbeating every third of its lease
-   meanwhile is never lapsed.
+   meanwhile is never lapsed;
+5. with ``--pgbouncer``, part 3 again through PgBouncer in transaction mode, with
+   ``DATABASE_LISTEN_URL`` naming the database directly and with it ``off``.
 
-    .venv/bin/python benchmarks/live_bench.py [--waiters 200] [--seconds 5] [--workers 2]
+    .venv/bin/python benchmarks/live_bench.py [--waiters 200] [--seconds 5] [--workers 2] [--pgbouncer]
 
 Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, by default the embedded server in
 .postgres/bench). Prints figures; asserts nothing.
@@ -121,6 +123,46 @@ def settle(count: int) -> None:
     time.sleep(2 + count / 100)
 
 
+def pickup(base: str, waiters: Waiters, slug: str, maker: str, tasks: int) -> tuple[list[float], list[int]]:
+    """Tasks made one at a time while ``waiters`` wait: latencies (ms, from the create's send to
+    the claim's arrival) and the numbers claimed."""
+    maker_agent = Agent(base, maker, slug)
+    sent: dict[int, float] = {}
+    for i in range(tasks):
+        t_send = time.monotonic()
+        status, body = maker_agent.call("/tasks", {"title": f"Made ready for a waiter, number {i}"})
+        if status == 201:
+            sent[body["id"]] = t_send
+        time.sleep(0.05)
+    time.sleep(2)
+    claims = list(waiters.claims)
+    return ([(got - sent[number]) * 1000 for number, got in claims if number in sent],
+            [number for number, _ in claims if number in sent])
+
+
+def through_pgbouncer(url: str, workers: int, tasks: int, space_with_keys) -> None:
+    from common.database_url import parse_database_url
+    from tests.test_pgbouncer import pgbouncer
+
+    server = parse_database_url(url, conn_max_age=0)
+    for mode in ("direct", "off"):
+        slug = f"pooled-{mode}"
+        space, keys = space_with_keys(slug, 21)
+        with pgbouncer(server) as pooled:
+            os.environ["DATABASE_LISTEN_URL"] = psycopg_dsn(url) if mode == "direct" else "off"
+            try:
+                with gunicorn(pooled, workers=workers, shipped=True) as base, \
+                        Waiters(base, keys[1:], slug) as waiters:
+                    settle(len(keys) - 1)
+                    latencies, numbers = pickup(base, waiters, slug, keys[0], tasks)
+            finally:
+                os.environ.pop("DATABASE_LISTEN_URL", None)
+        label = "DATABASE_LISTEN_URL direct" if mode == "direct" else "DATABASE_LISTEN_URL=off (re-check alone)"
+        print(f"-- 5. through PgBouncer (transaction mode), {label}: {len(numbers)} of {tasks} claimed, distinct "
+              f"{len(set(numbers))}; p50 {percentile(latencies, 0.5):.1f} ms, p99 {percentile(latencies, 0.99):.1f} ms"
+              if latencies else f"-- 5. through PgBouncer, {label}: nothing claimed")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--waiters", type=int, default=200)
@@ -128,19 +170,20 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
     parser.add_argument("--tasks", type=int, default=100, help="tasks made ready one at a time (part 3)")
     parser.add_argument("--killed", type=int, default=10, help="agents killed mid-task (part 4)")
+    parser.add_argument("--pgbouncer", action="store_true", help="part 5: the pickup through PgBouncer")
     args = parser.parse_args()
     ensure_wrk()
     url = fresh_database()
     from spaces import services
 
     def space_with_keys(slug: str, count: int, role: str = "writer") -> tuple[object, list[str]]:
+        """A space with ``count`` members of ``role``, each with a key."""
         space = services.create_space(slug=slug, name=slug)
         keys = [services.issue_key(member=services.add_member(space=space, role=role, name=f"{slug}-{i}"))[1]
                 for i in range(count)]
         return space, keys
 
     hot, hot_keys = space_with_keys("hot", 16)
-    _, (hot_steward,) = space_with_keys("hot-admin", 1, "steward")
     waiting_space, waiting_keys = space_with_keys("waiting", args.waiters)
     maker_member = services.add_member(space=waiting_space, role="steward", name="maker")
     maker = services.issue_key(member=maker_member)[1]
@@ -186,20 +229,9 @@ def main() -> None:
             # 1. The hot routes while they wait.
             during = measure()
             # 3. Pickup.
-            maker_agent = Agent(base, maker, "waiting")
-            sent: dict[int, float] = {}
-            for i in range(args.tasks):
-                t_send = time.monotonic()
-                status, body = maker_agent.call("/tasks", {"title": f"Made ready for a waiter, number {i}"})
-                if status == 201:
-                    sent[body["id"]] = t_send
-                time.sleep(0.05)
-            time.sleep(2)
-            claims = list(waiters.claims)
+            latencies, claimed_numbers = pickup(base, waiters, "waiting", maker, args.tasks)
         after = measure()
 
-        latencies = [(got - sent[number]) * 1000 for number, got in claims if number in sent]
-        claimed_numbers = [number for number, _ in claims if number in sent]
         print("-- 1. hot routes, rate with waiters / without (mean of before and after)")
         for name in routes:
             without = (before[name].rps + after[name].rps) / 2
@@ -208,11 +240,10 @@ def main() -> None:
         print(f"-- 2. idle, {args.waiters} waiting: server CPU {cpu_share * 100:.1f}% of a core [< 5%], "
               f"{statements:.2f} statements/s in all = {statements / args.workers:.2f} per worker [<= 1]; "
               f"with nobody waiting: {idle_alone[0] * 100:.1f}%, {idle_alone[1]:.2f} statements/s")
-        print(f"-- 3. pickup of {len(sent)} tasks: claimed {len(claimed_numbers)}, distinct "
+        print(f"-- 3. pickup of {args.tasks} tasks: claimed {len(claimed_numbers)}, distinct "
               f"{len(set(claimed_numbers))}; from the create's send to the claim: "
               f"p50 {percentile(latencies, 0.5):.1f} ms [<= 25], p99 {percentile(latencies, 0.99):.1f} ms [<= 250]"
               if latencies else "-- 3. no task was claimed")
-        print(f"   waiter errors: {waiters.errors}")
 
         # 4. Dropped work back: agents claim, then die (no heartbeat, no give-back).
         doomed = [Agent(base, key, "lease") for key in lease_keys[:args.killed]]
@@ -243,6 +274,8 @@ def main() -> None:
         else:
             print("-- 4. no dropped task was taken")
         print(f"   {statistics.mean(handovers) if handovers else 0:.1f} s mean")
+    if args.pgbouncer:
+        through_pgbouncer(url, args.workers, args.tasks, space_with_keys)
 
 
 if __name__ == "__main__":
