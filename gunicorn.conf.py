@@ -29,3 +29,13 @@ backlog = 2048
 os.environ.setdefault("DJANGO_DB_POOL_SIZE", "4")
 # One request runs at a time in each worker (common.gate); waiting ones give their turn back.
 os.environ.setdefault("SPACES_RUNNING_PER_PROCESS", "1")
+
+
+def post_worker_init(worker) -> None:
+    """A worker told to stop (or whose master is gone) ends its agents' waits within a second:
+    they answer {"task": null} and ask again, of a worker that serves; the worker then exits
+    instead of holding their requests until the graceful timeout."""
+    from tasks.waiting import REGISTRY
+
+    parent_alive = getattr(worker, "is_parent_alive", lambda: True)
+    REGISTRY.serving = lambda: worker.alive and parent_alive()

@@ -97,6 +97,8 @@ class Waitable(Protocol):
 
     def leave(self) -> None: ...
 
+    def open(self) -> bool: ...
+
 
 @dataclass
 class Waiting:
@@ -291,6 +293,8 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *,
             connection.close()
             with gate.released():  # a waiting request takes none of its process's running slots
                 waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))
+            if not waiting.waiter.open():
+                waiting.deadline = time.monotonic()  # the process is stopping: the last run answers now
     finally:
         if waiting.waiter is not None:
             waiting.waiter.leave()

@@ -27,6 +27,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import psycopg
 from django.conf import settings
@@ -69,6 +70,10 @@ class Waiter:
     def leave(self) -> None:
         REGISTRY.leave(self)
 
+    def open(self) -> bool:
+        """False once this process is stopping: waits end now, answering nothing."""
+        return not REGISTRY.closed
+
     def covers(self, failed: set[tuple]) -> bool:
         """Would this waiter's question find nothing, given the shapes that just did?"""
         if self.shape in failed:
@@ -95,6 +100,9 @@ class Registry:
         self.lock = threading.Lock()
         self.spaces: dict[int, Space] = {}
         self.generations: dict[int, int] = {}
+        self.closed = False
+        # Set by the server (gunicorn.conf.py): False once the process should stop serving.
+        self.serving: Callable[[], bool] | None = None
         self.listener: Listener | None = None
         self.listener_pid = 0
 
@@ -112,6 +120,8 @@ class Registry:
         (it found nothing) or ``leave``."""
         self.ensure_listener()
         with self.lock:
+            if self.closed:
+                return False
             waiter.woken.clear()
             space = self.spaces.setdefault(waiter.space_id, Space())
             if waiter in space.waiting:  # woken, tried, found nothing: back in its place
@@ -135,6 +145,16 @@ class Registry:
                 self._advance(space)  # it claimed: there may be more for the next one
             if not space.waiting:
                 del self.spaces[waiter.space_id]
+
+    def close(self) -> None:
+        """The process is stopping (a worker told to exit, or whose master is gone): every wait
+        ends now and answers nothing, so the agents ask again, elsewhere, and the process can
+        exit instead of holding their requests to the end."""
+        with self.lock:
+            self.closed = True
+            for space in self.spaces.values():
+                for waiter in space.waiting:
+                    waiter.woken.set()
 
     # --- what the listener calls -------------------------------------------------------------
 
@@ -282,6 +302,9 @@ class Listener(threading.Thread):
                             break
                 else:
                     time.sleep(timeout)
+                serving = self.registry.serving
+                if serving is not None and not serving():
+                    self.registry.close()
                 if time.monotonic() >= next_check:
                     self.registry.nudge_stalled()
                     self.recheck(conn)

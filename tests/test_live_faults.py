@@ -185,3 +185,22 @@ def test_an_agent_heartbeating_every_third_of_its_lease_through_load_is_never_la
     assert refusals == 0 and sum(sent) > 100  # the server was busy all along
     claim = Claim.objects.get(task__number=1, member__name="holder")
     assert claim.ended_at is None and not Claim.objects.filter(task__number=1, end_reason="lapsed").exists()
+
+
+def test_stopping_the_server_ends_the_waits_at_once_and_leaves_no_process():
+    """A TERM to gunicorn: each worker ends its agents' waits within a second ({"task": null}, so
+    they ask again elsewhere) and exits, instead of holding them to the graceful timeout."""
+    space = load_agent_lab()
+    keys = [member_with_key(space, "writer", f"agent-{i}")[1] for i in range(4)]
+    with gunicorn_process(workers=2) as (base, master):
+        workers = psutil.Process(master.pid).children()
+        threads, results, errors = in_threads(4, lambda i: waited_next(base, keys[i], 60))
+        time.sleep(2)
+        stopped = time.monotonic()
+        master.terminate()
+        finish(threads, errors, timeout=30)
+        master.wait(timeout=30)
+        took = time.monotonic() - stopped
+    assert results == [{"task": None}] * 4
+    assert took < 10, f"{took:.1f} s"
+    assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
