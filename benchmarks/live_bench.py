@@ -61,7 +61,8 @@ class Agent:
 class Waiters:
     """``count`` agents each looping ``next {"wait": WAIT}``; every claim is noted with its time."""
 
-    def __init__(self, base: str, keys: list[str], slug: str) -> None:
+    def __init__(self, base: str, keys: list[str], slug: str, wait: float = WAIT) -> None:
+        self.wait = wait
         self.claims: list[tuple[int, float]] = []
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -72,7 +73,7 @@ class Waiters:
     def loop(self, agent: Agent) -> None:
         while not self.stop.is_set():
             try:
-                status, body = agent.call("/next", {"wait": WAIT})
+                status, body = agent.call("/next", {"wait": self.wait})
             except (OSError, http.client.HTTPException, ValueError):
                 self.errors += 1
                 if self.stop.is_set():
@@ -230,9 +231,6 @@ def main() -> None:
         for cycle in range(args.cycles):
             with Waiters(base, waiting_keys, "waiting") as waiters:
                 settle(args.waiters)
-                if cycle == 0:
-                    # 2. Idle: everyone waits, nothing happens.
-                    cpu_share, statements = idle()
                 # 1. The hot routes while they wait.
                 withs.append(measure())
                 if cycle == 0:
@@ -240,6 +238,11 @@ def main() -> None:
                     latencies, claimed_numbers = pickup(base, waiters, "waiting", maker, args.tasks)
             time.sleep(WAIT + 1)  # their last waits end
             withouts.append(measure())
+        # 2. Idle: everyone waits (as long as an agent may: 60 s, so no wait ends meanwhile) and
+        # nothing happens.
+        with Waiters(base, waiting_keys, "waiting", wait=60):
+            settle(args.waiters)
+            cpu_share, statements = idle()
         print(f"-- 1. hot routes with {args.waiters} waiting / without, {args.cycles} alternations "
               "(each to the mean of the runs without on either side)")
         for name in routes:
