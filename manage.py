@@ -6,9 +6,19 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings.base")
+    from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from devserver import run_env
+
+    run_env.load()  # beside a running bin/run: its database, secret key and debug setting
+    try:
+        execute_from_command_line(sys.argv)
+    except ImproperlyConfigured as error:
+        # The configuration is the user's to fix: say what is missing in one line, not a traceback.
+        hint = "" if run_env.env_file().is_file() else " (beside bin/run, start it once first: it writes them)"
+        print(f"manage.py: {error}{hint}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

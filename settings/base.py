@@ -97,7 +97,7 @@ def database_url() -> str:
     url = os.environ.get("DATABASE_URL", "").strip()
     if url:
         return url
-    url = embedded_postgres.running_url("run")
+    url = embedded_postgres.running_url(os.environ.get("SPACES_RUN_NAME", "").strip() or "run")
     if url is None:
         raise ImproperlyConfigured(embedded_postgres.START_HINT)
     return url

@@ -7,6 +7,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import uuid
 
 import httpx
@@ -29,10 +30,19 @@ def start(name: str, port: int) -> tuple[subprocess.Popen, str, str]:
         output.append(line)
         match = re.match(r"^\s+(sk_\w+)\s*$", line)
         key = match.group(1) if match else key
-        if key and line.startswith("Use it from the command line"):
+        if key and "export SPACES_URL=" in line:
             break
     assert key, "".join(output)
     return process, key, "".join(output)
+
+
+def manage(name: str, *args: str) -> subprocess.CompletedProcess:
+    """``manage.py`` as in another shell beside ``bin/run``: no DATABASE_URL, no secret, no debug."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "DJANGO_SECRET_KEY", "DJANGO_DEBUG")}
+    env["SPACES_RUN_NAME"] = name
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -47,7 +57,7 @@ def stop(process: subprocess.Popen) -> None:
 def test_every_run_keeps_one_demo_steward_revokes_the_last_key_and_stops_what_it_started():
     name = f"runtest-{uuid.uuid4().hex[:8]}"
     data = [ROOT / ".postgres" / name, ROOT / ".postgres" / f"{name}.secret_key",
-            ROOT / ".postgres" / f"{name}.admin_password"]
+            ROOT / ".postgres" / f"{name}.admin_password", ROOT / ".postgres" / f"{name}.env"]
     try:
         keys, output = [], ""
         for _ in range(3):
@@ -61,6 +71,9 @@ def test_every_run_keeps_one_demo_steward_revokes_the_last_key_and_stops_what_it
                 assert [m["name"] for m in members.json()["results"]] == ["demo-steward"]  # one member, every run
                 for old in keys:  # each run revokes the key the one before printed
                     assert httpx.get(f"{api}/tasks", headers={"Authorization": f"Bearer {old}"}).status_code == 401
+                if not keys:  # manage.py in another shell finds bin/run's database, secret and debug
+                    beside = manage(name, "sweep", "--dry-run")
+                    assert beside.returncode == 0, beside.stdout + beside.stderr
             finally:
                 stop(process)
             keys.append(key)
@@ -71,6 +84,9 @@ def test_every_run_keeps_one_demo_steward_revokes_the_last_key_and_stops_what_it
         assert "user admin" in output and data[2].stat().st_mode & 0o077 == 0  # the admin password: owner-only
         leftovers = subprocess.run(["pgrep", "-f", f".postgres/{name}"], capture_output=True, text=True).stdout
         assert leftovers == "", "the embedded server outlived bin/run"
+        stopped = manage(name, "sweep", "--dry-run")  # with nothing running: how to start it, in one line
+        assert stopped.returncode == 2 and len(stopped.stderr.strip().splitlines()) == 1
+        assert "bin/run" in stopped.stderr and "Traceback" not in stopped.stderr
     finally:
         for path in data:
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)

@@ -100,3 +100,21 @@ def test_load_demo_builds_agent_lab_with_a_steward_key():
     assert again.member == key.member and key.member.space.members.count() == 1  # one demo steward
     assert authenticate_key(output.strip().splitlines()[-1]) is None  # the earlier key is revoked
     assert ApiKey.objects.filter(revoked_at=None).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_load_demo_makes_the_catalog_once_and_keeps_a_stewards_edits():
+    from spaces import services
+
+    run("load_demo")
+    space = Space.objects.get(slug="agent-lab")
+    services.upsert_charter_item(space=space, work_item_id="T1", canonical_title="Our own benchmark harness",
+                                 aliases=[])
+    services.upsert_charter_item(space=space, work_item_id="T9", canonical_title="A slot of our own", aliases=[])
+    version = Space.objects.get(pk=space.pk).catalog_version
+    output = run("load_demo")
+    assert "kept as it is" in output
+    space.refresh_from_db()
+    assert space.catalog_version == version  # nothing imported again
+    assert space.charter_items.get(work_item_id="T1").canonical_title == "Our own benchmark harness"
+    assert space.charter_items.count() == 4

@@ -13,20 +13,24 @@ DEMO_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "agent-lab.json"
 
 
 class Command(BaseCommand):
-    help = ("Create (or refresh) the agent-lab demo space with its catalog, and print a fresh key for its one "
-            "demo steward (last line); the steward's earlier keys are revoked (only their hashes are kept).")
+    help = ("Create the agent-lab demo space with its catalog the first time (later runs leave the space and "
+            "its catalog as its stewards made them), and print a fresh key for its one demo steward (last line); "
+            "the steward's earlier keys are revoked (only their hashes are kept).")
 
     def handle(self, *args, **options):
-        rows = read_catalog_file(DEMO_FILE)
         with transaction.atomic():
-            space = Space.objects.filter(slug="agent-lab").first() or services.create_space(
-                slug="agent-lab", name="Agent lab"
-            )
-            services.import_catalog(space=space, rows=rows)
+            space = Space.objects.select_for_update().filter(slug="agent-lab").first()
+            if space is None:
+                rows = read_catalog_file(DEMO_FILE)
+                space = services.create_space(slug="agent-lab", name="Agent lab")
+                services.import_catalog(space=space, rows=rows)
+                made = f"made with {len(rows)} catalog rows"
+            else:
+                made = "kept as it is"  # a steward's edits to the catalog stay
             steward = Member.objects.filter(space=space, name=DEMO_STEWARD).first() or services.add_member(
                 space=space, role=Role.STEWARD, name=DEMO_STEWARD)
             for key in steward.api_keys.filter(revoked_at=None):
                 services.revoke_key(key=key)
             _, raw = services.issue_key(member=steward)
-        self.stdout.write(f"Space agent-lab ready with {len(rows)} catalog rows; steward {steward.name}:")
+        self.stdout.write(f"Space agent-lab {made}; steward {steward.name}:")
         self.stdout.write(raw)
