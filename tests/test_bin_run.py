@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 
 import httpx
@@ -33,6 +34,8 @@ def start(name: str, port: int) -> tuple[subprocess.Popen, str, str]:
         if key and "export SPACES_URL=" in line:
             break
     assert key, "".join(output)
+    # Keep reading what it prints (the server's request log), so a full pipe never stalls it.
+    threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
     return process, key, "".join(output)
 
 
@@ -54,10 +57,20 @@ def stop(process: subprocess.Popen) -> None:
         raise
 
 
+def run_files(name: str) -> list:
+    """What a bin/run of this name keeps: its database folder, secret key, admin password, env file."""
+    return [ROOT / ".postgres" / name, ROOT / ".postgres" / f"{name}.secret_key",
+            ROOT / ".postgres" / f"{name}.admin_password", ROOT / ".postgres" / f"{name}.env"]
+
+
+def cleanup_run(name: str) -> None:
+    for path in run_files(name):
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+
 def test_every_run_keeps_one_demo_steward_revokes_the_last_key_and_stops_what_it_started():
     name = f"runtest-{uuid.uuid4().hex[:8]}"
-    data = [ROOT / ".postgres" / name, ROOT / ".postgres" / f"{name}.secret_key",
-            ROOT / ".postgres" / f"{name}.admin_password", ROOT / ".postgres" / f"{name}.env"]
+    data = run_files(name)
     try:
         keys, output = [], ""
         for _ in range(3):
@@ -88,8 +101,7 @@ def test_every_run_keeps_one_demo_steward_revokes_the_last_key_and_stops_what_it
         assert stopped.returncode == 2 and len(stopped.stderr.strip().splitlines()) == 1
         assert "bin/run" in stopped.stderr and "Traceback" not in stopped.stderr
     finally:
-        for path in data:
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        cleanup_run(name)
 
 
 def test_a_busy_port_stops_it_before_it_starts_anything():
