@@ -9,13 +9,12 @@ from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from common.refusals import NotFound
 from exports import services
 from exports.models import Export
 from spaces.api.serializers import FlatInputSerializer
-from spaces.api.views import SpaceView
+from spaces.api.views import ApiView, SpaceView
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret, reissuer
 from spaces.selectors import as_int
@@ -81,9 +80,10 @@ def reissue_share(ref: dict) -> tuple[dict, dict]:
     return share_body(ref["base"], token), ref
 
 
-class SharedExportView(APIView):
+class SharedExportView(ApiView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    query_parameters = frozenset()
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, token: str) -> StreamingHttpResponse:

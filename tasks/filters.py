@@ -116,6 +116,10 @@ class TaskFilter(django_filters.FilterSet):
                 .order_by("-rank", "number"))
 
 
+# What a task list reads (besides paging): the filters, repeatable labels, superseded tasks too.
+LIST_PARAMETERS = frozenset({*TaskFilter.Meta.fields, "label", "include_superseded"})
+
+
 def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
     """A space's tasks as a list's query parameters ask (every front's one reading of them), and
     whether they are ordered other than by number (by match for ``q``, as ``next`` takes them

@@ -22,7 +22,28 @@ from spaces.secrets import SecretAnswer, mark_secret, reissuer
 READ, WRITE, STEWARD = Role.READER, Role.WRITER, Role.STEWARD
 
 
-class SpaceView(APIView):
+PAGING = frozenset({"cursor", "limit", "offset"})
+
+
+class ApiView(APIView):
+    """Every ``/v1/`` route: a query parameter the route does not take is ``422`` naming it and
+    the ones it takes (SPEC §3, strict input), as an unknown body field is, so a misspelt
+    ``?stauts=open`` is never read as the unfiltered list. A ``GET`` takes ``query_parameters``;
+    other methods take none."""
+
+    query_parameters: frozenset[str] = PAGING
+
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        super().initial(request, *args, **kwargs)  # who asks first: a 401, 403 or 404 comes before this
+        taken = self.query_parameters if request.method in ("GET", "HEAD") else frozenset()
+        unknown = sorted(set(request.query_params) - taken)
+        if unknown:
+            message = f"Unknown query parameter; this route takes: {', '.join(sorted(taken)) or 'none'}."
+            raise errors.InvalidRequest(f"Unknown query parameter(s): {', '.join(unknown)}.",
+                                        fields={name: [message] for name in unknown})
+
+
+class SpaceView(ApiView):
     """A route inside ``/v1/spaces/{slug}``; permissions have checked the slug and role."""
 
     required_roles: dict[str, str] = {}
@@ -58,7 +79,7 @@ class SpaceView(APIView):
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
-class JoinView(APIView):
+class JoinView(ApiView):
     serializer_class = s.MemberSerializer
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -254,9 +275,10 @@ class PostWithholdView(SpaceView):
         return Response(s.PostSerializer(post).data)
 
 
-class ReferenceView(APIView):
+class ReferenceView(ApiView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    query_parameters = frozenset({"section"})
 
     @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
         OpenApiParameter("section", str, enum=["tasks", "allocation", "refusals", "settlement", "graph", "agents"])])
@@ -269,8 +291,10 @@ class ReferenceView(APIView):
         return Response(build_reference(section))
 
 
-class IndexView(APIView):
+class IndexView(ApiView):
     """``GET /v1/``: where to start, for a person or an agent that arrives at the root."""
+
+    query_parameters = frozenset()
 
     authentication_classes: list = []
     permission_classes = [AllowAny]

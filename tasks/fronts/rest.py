@@ -14,10 +14,10 @@ from allocation.api import HoldSerializer
 from allocation.models import SlotHold
 from common.refusals import NotFound
 from spaces.api.pagination import IdCursorPagination
-from spaces.api.views import SpaceView
+from spaces.api.views import PAGING, SpaceView
 from spaces.models import Role
 from tasks import commands, graph, selectors, summary
-from tasks.filters import filter_tasks
+from tasks.filters import LIST_PARAMETERS, filter_tasks
 from tasks.models import Notification
 from tasks.serializers import (
     AssignSerializer,
@@ -56,6 +56,7 @@ class SearchPagination(LimitOffsetPagination):
 class TaskListView(SpaceView):
     serializer_class = TaskSerializer
     required_roles = {"POST": commands.create_task.role}
+    query_parameters = PAGING | LIST_PARAMETERS
 
     @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
@@ -204,6 +205,7 @@ class RejectView(CheckView):
 
 class NotificationListView(SpaceView):
     serializer_class = NotificationSerializer
+    query_parameters = PAGING | {"unread"}
 
     def get(self, request: Request) -> Response:
         items = Notification.objects.filter(member=self.member).select_related("task")

@@ -258,3 +258,23 @@ def test_a_json_object_naming_a_member_twice_is_400_malformed_json(writer, heade
     assert nested.status_code == 400
     assert writer.api.post(f"{S}/tasks", raw='{"title": NaN}').status_code == 400
     assert Task.objects.count() == 0
+
+
+def test_an_unknown_query_parameter_is_422_naming_it_and_what_the_route_takes(writer, steward, anonymous):
+    """SPEC §3 strict input: ``?stauts=open`` is refused, never read as the unfiltered list."""
+    S = "/v1/spaces/agent-lab"
+    misspelt = writer.api.get(f"{S}/tasks?stauts=open")
+    assert misspelt.status_code == 422
+    message = misspelt.json()["fields"]["stauts"][0]
+    assert "this route takes" in message and "status" in message and "label" in message
+    known = writer.api.get(f"{S}/tasks?status=open&label=db&ready=true&order=next&limit=5&include_superseded=1")
+    assert known.status_code == 200, known.content
+    assert writer.api.get(f"{S}/tasks?status=open&cursor=bogus").status_code == 404  # DRF: an invalid cursor
+    assert writer.api.get("/v1/notifications?unread=true").status_code == 200
+    assert writer.api.get("/v1/notifications?unreed=true").json()["fields"].keys() == {"unreed"}
+    assert writer.api.get(f"{S}/tasks/1/history?verbose=1").status_code in (404, 422)  # no task 1: 404 first
+    assert anonymous.get("/v1/reference?section=tasks").status_code == 200
+    assert anonymous.get("/v1/reference?sectoin=tasks").status_code == 422
+    refused = writer.api.post(f"{S}/next?wait=30")  # a POST takes its input in the body
+    assert refused.status_code == 422 and "wait" in refused.json()["fields"]
+    assert anonymous.get(f"{S}/tasks?stauts=open").status_code == 401  # who asks comes first
