@@ -183,8 +183,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
-    # Refusals (4xx) are answers, not incidents: log server errors only.
-    "loggers": {"django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False}},
+    "filters": {"drop_refusals": {"()": "common.logs.DropRefusals"}},
+    # Refusals (4xx) are answers, not incidents: log server errors only (REST and MCP alike).
+    "loggers": {
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "mcp_server.djangomcp": {"handlers": ["console"], "level": "WARNING", "filters": ["drop_refusals"],
+                                 "propagate": False},
+    },
 }
 
 if not DEBUG:
