@@ -190,3 +190,22 @@ def test_next_task_waits_for_work_and_heartbeat_renews_the_claim():
     assert not e1 and json.loads(claimed)["task"]["id"] == 1 and time.monotonic() - started < 25
     assert not e2 and json.loads(beat)["claim"]["last_heartbeat_at"]
     assert e3 and json.loads(missing[missing.index("{"):])["error"] == "not_found"
+
+
+def test_the_server_names_itself_and_the_projects_version():
+    from importlib.metadata import version
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client  # noqa: the 1.x name
+
+    space = load_agent_lab()
+    _, key = member_with_key(space, "reader", "reader")
+
+    async def handshake(base: str):
+        async with streamablehttp_client(f"{base}/mcp", headers={"Authorization": f"Bearer {key}"}) as (r, w, _):
+            async with ClientSession(r, w) as session:
+                return await session.initialize()
+
+    with gunicorn(workers=1) as base:
+        result = anyio.run(handshake, base)
+    assert result.serverInfo.name == "spaces" and result.serverInfo.version == version("spaces-service")

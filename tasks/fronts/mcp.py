@@ -250,3 +250,17 @@ class MCPEndpoint(MCPServerStreamableHttpView):
     schema = None  # JSON-RPC, not REST: kept out of the OpenAPI schema
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsMember]
+
+
+def project_version() -> str:
+    """The project's version, as installed (pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("spaces-service")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+# The server names itself and this project's version in its MCP handshake, not the library's.
+MCPEndpoint.mcp_server._mcp_server.version = project_version()
