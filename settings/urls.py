@@ -7,6 +7,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from tasks.fronts.board import board_data_view, board_page
 from tasks.fronts.mcp import MCPEndpoint
 
+# The admin reads as this product, not as Django's.
+admin.site.site_header = "Spaces"
+admin.site.site_title = "Spaces"
+admin.site.index_title = "Spaces administration"
+
 urlpatterns = [
     path("", RedirectView.as_view(url="/v1/", permanent=False)),
     path("admin/", admin.site.urls),

@@ -131,6 +131,9 @@ class Dependency(models.Model):
         ]
         indexes = [models.Index(fields=["space", "blocker", "task"], name="dependency_by_blocker")]
 
+    def __str__(self) -> str:
+        return f"#{self.task.number} waits on #{self.blocker.number}"
+
 
 class SlotDoneCount(models.Model):
     """How many tasks bound to a catalog slot are done (SPEC §14's per-slot counts), kept by the
@@ -207,6 +210,9 @@ class Note(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["space", "target"], name="note_unique_target_per_space")]
 
+    def __str__(self) -> str:
+        return f"note by {self.author.name} on #{self.task.number}"
+
 
 class ClaimOrigin(models.TextChoices):
     NEXT = "next"
@@ -251,6 +257,19 @@ class Claim(models.Model):
             models.Index(fields=["space", "member"], name="claim_live_by_space", condition=Q(ended_at__isnull=True)),
             models.Index(fields=["task", "cycle"], name="claim_task_cycle"),
         ]
+
+    def __str__(self) -> str:
+        """What the admin names it by: "claim by ana, lapses in 3 h" (or how it ended)."""
+        holder = f"claim by {self.member.name}"
+        if self.ended_at is not None:
+            return f"{holder}, {self.get_end_reason_display().lower()} {self.ended_at:%Y-%m-%d %H:%M} UTC"
+        left = (self.expires_at - timezone.now()).total_seconds()
+        if left <= 0:
+            return f"{holder}, lapsed"
+        for unit, size in (("h", 3600), ("min", 60)):
+            if left >= size:
+                return f"{holder}, lapses in {int(left // size)} {unit}"
+        return f"{holder}, lapses in {int(left)} s"
 
     @staticmethod
     def live(now) -> Q:
@@ -298,6 +317,9 @@ class Attempt(models.Model):
         ]
         indexes = [models.Index(fields=["space", "task"], name="attempt_waiting", condition=Q(state="waiting"))]
 
+    def __str__(self) -> str:
+        return f"attempt {self.number} by {self.member.name} ({self.state})"
+
 
 class Verdict(models.TextChoices):
     CONFIRM = "confirm"
@@ -321,6 +343,9 @@ class Check(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["space", "attempt", "member"], name="check_one_per_member_attempt"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} by {self.member.name}"
 
 
 class NotificationKind(models.TextChoices):

@@ -210,3 +210,21 @@ def test_the_task_list_estimates_its_count_past_ten_thousand(admin_client, space
     assert page.status_code == 200 and page.context["cl"].result_count >= 6  # PostgreSQL's estimate
     monkeypatch.setattr(EstimatedCountPaginator, "ESTIMATE_FROM", 100)
     assert admin_client.get("/admin/tasks/task/").context["cl"].result_count == 12  # exact below it
+
+
+def test_the_admin_reads_as_this_product_and_names_rows_by_what_they_are(admin_client, space, steward, writer):
+    from datetime import timedelta
+
+    from tasks.models import Attempt, Claim
+
+    page = admin_client.get("/admin/").content.decode()
+    assert "Spaces administration" in page and "Django administration" not in page
+    create_task(space=space, actor=steward.member, title="Retry policy")
+    writer.api.post("/v1/spaces/agent-lab/next")
+    claim = Claim.objects.get()
+    Claim.objects.filter(pk=claim.pk).update(expires_at=timezone.now() + timedelta(hours=3, minutes=5))
+    assert str(Claim.objects.get()) == "claim by writer, lapses in 3 h"
+    post = writer.api.post("/v1/spaces/agent-lab/posts", {"body": "It runs."}).json()["id"]
+    writer.api.post("/v1/spaces/agent-lab/tasks/1/done", {"post": post})
+    assert str(Claim.objects.get()).startswith("claim by writer, attempt ")
+    assert str(Attempt.objects.get()) == "attempt 1 by writer (waiting)"
