@@ -228,3 +228,11 @@ def test_the_admin_reads_as_this_product_and_names_rows_by_what_they_are(admin_c
     writer.api.post("/v1/spaces/agent-lab/tasks/1/done", {"post": post})
     assert str(Claim.objects.get()).startswith("claim by writer, attempt ")
     assert str(Attempt.objects.get()) == "attempt 1 by writer (waiting)"
+
+
+def test_a_tasks_page_is_titled_by_the_task_with_its_internals_folded(admin_client, space, steward):
+    task = create_task(space=space, actor=steward.member, title="Retry policy")
+    page = admin_client.get(f"/admin/tasks/task/{task.pk}/change/").content.decode()
+    assert "Task #1: Retry policy" in page and "Change task" not in page
+    internals = page[page.index("Internals"):]
+    assert "payload_sha256" in internals.lower().replace(" ", "_") or "Payload sha256" in internals

@@ -183,6 +183,20 @@ class TaskAdmin(admin.ModelAdmin):
     actions = ["supersede", "withdraw", "reject", "hold_slot"]
     readonly_fields = [f.name for f in Task._meta.concrete_fields if not f.generated] + ["waits_on", "blocks"]
 
+    # Kept for the record, not what a steward reads a task for: folded away on its page.
+    internals = ["received_seq", "payload_sha256", "conflict_kind", "conflict_target", "search"]
+
+    def get_fieldsets(self, request, obj=None):
+        shown = [name for name in self.readonly_fields if name not in self.internals]
+        folded = [name for name in self.internals if name in self.readonly_fields]
+        return [(None, {"fields": shown}), ("Internals", {"classes": ["collapse"], "fields": folded})]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """A task's page is read, not edited (changes go through the actions): titled by the task."""
+        task = self.get_object(request, object_id)
+        title = {"title": f"Task #{task.number}: {task.title}"} if task is not None else {}
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **title})
+
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(is_blocked=blocked())
 
