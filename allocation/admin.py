@@ -12,8 +12,10 @@ from django.utils.html import format_html
 
 from allocation import services
 from allocation.idempotency import expire_operations
+from allocation.conflict_keys import task_target
 from allocation.models import (
     TASK_DELIVERY_MODE_CHOICES,
+    ConflictKind,
     Occupancy,
     Operation,
     Reservation,
@@ -21,7 +23,7 @@ from allocation.models import (
 )
 from common.refusals import DomainError
 from spaces.admin import SpaceAdmin
-from spaces.models import Space
+from spaces.models import CharterItem, Space
 
 
 class BindPreviewForm(forms.Form):
@@ -62,16 +64,32 @@ class SpaceWithBindPreviewAdmin(SpaceAdmin):
         if not (self.has_view_permission(request, space) and request.user.has_perm("spaces.view_charteritem")):
             raise PermissionDenied
         form = BindPreviewForm(request.GET or None)
-        result = None
+        result, slots = None, []
         if form.is_valid():
             try:
                 result = services.bind_title(space=space, title=form.cleaned_data["title"],
                                              delivery_mode=form.cleaned_data["delivery_mode"])
             except DomainError as error:
                 messages.error(request, error.detail)
+            else:
+                slots = scored_slots(space, result.as_dict()["scores"], form.cleaned_data["delivery_mode"])
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "space": space, "form": form,
-                   "result": result, "title": f"Bind preview: {space.slug}"}
+                   "result": result, "slots": slots, "title": f"Bind preview: {space.slug}"}
         return TemplateResponse(request, "admin/allocation/bind_preview.html", context)
+
+
+def scored_slots(space: Space, scores: list[dict], delivery_mode: str) -> list[dict]:
+    """The preview's scores with each slot's title and the live task holding its key, if any
+    ("taken by #7"): what a steward needs to read them, in two queries."""
+    ids = [score["work_item_id"] for score in scores]
+    titles = dict(CharterItem.objects.filter(space=space, work_item_id__in=ids)
+                  .values_list("work_item_id", "canonical_title"))
+    targets = {task_target(space.slug, work_item_id=i, title=""): i for i in ids}
+    taken = {targets[target]: number for target, number in Occupancy.objects.filter(
+        space=space, kind=ConflictKind.CREATE_TASK, delivery_mode=delivery_mode, target__in=list(targets))
+        .values_list("target", "task__number")}
+    return [{**score, "title": titles.get(score["work_item_id"], ""), "taken_by": taken.get(score["work_item_id"])}
+            for score in scores]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

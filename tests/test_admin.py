@@ -236,3 +236,13 @@ def test_a_tasks_page_is_titled_by_the_task_with_its_internals_folded(admin_clie
     assert "Task #1: Retry policy" in page and "Change task" not in page
     internals = page[page.index("Internals"):]
     assert "payload_sha256" in internals.lower().replace(" ", "_") or "Payload sha256" in internals
+
+
+def test_the_bind_preview_shows_slot_titles_and_which_are_taken(admin_client, space, steward):
+    task = create_task(space=space, actor=steward.member, title="Build a benchmark for code review agents")
+    assert task.work_item_id == "T1"
+    html = admin_client.get(f"/admin/spaces/space/{space.pk}/bind/",
+                            {"title": "Build a benchmark for code review agents", "delivery_mode": "result"}
+                            ).content.decode()
+    title = CharterItem.objects.get(space=space, work_item_id="T1").canonical_title
+    assert title in html and f"taken by #{task.number}" in html and "free" in html  # T2, T3 are free
