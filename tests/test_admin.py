@@ -63,7 +63,11 @@ def test_supersede_through_the_intermediate_form(admin_client, space, steward):
     keep = create_task(space=space, actor=steward.member, title="Retry policy")
     dup = create_task(space=space, actor=steward.member, title="Retry policy", delivery_mode="review")
     form = action(admin_client, "tasks/task", "supersede", [dup.pk])
-    assert "Surviving task number" in form.content.decode()
+    page = form.content.decode()
+    assert "Surviving task number" in page and 'list="survivors"' in page
+    picker = page[page.index('<datalist id="survivors">'):page.index("</datalist>")]
+    assert f'value="{keep.number}">#{keep.number} Retry policy' in picker  # a live task of the space
+    assert f'value="{dup.number}"' not in picker  # not the one being superseded
     done = action(admin_client, "tasks/task", "supersede", [dup.pk], apply="1", surviving_task=keep.number,
                   reason="allocation_duplicate")
     dup.refresh_from_db()

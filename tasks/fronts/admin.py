@@ -161,9 +161,13 @@ def task_links(numbers: list[int], space_id: int) -> str:
         (reverse("admin:tasks_task_change", args=[ids[n]]), n) for n in numbers))
 
 
+SURVIVOR_CHOICES = 500  # the picker lists this many live tasks at most; any number can be typed
+
+
 class SupersedeForm(forms.Form):
-    surviving_task = forms.IntegerField(min_value=1, label="Surviving task number",
-                                        help_text="The live task in the same space that stays.")
+    surviving_task = forms.IntegerField(
+        min_value=1, label="Surviving task number", widget=forms.NumberInput(attrs={"list": "survivors"}),
+        help_text="The live task in the same space that stays: type its number or words of its title to pick it.")
     reason = forms.CharField(max_length=500, initial="allocation_duplicate")
 
 
@@ -267,8 +271,11 @@ class TaskAdmin(admin.ModelAdmin):
 
             self.run(request, queryset, "Superseded", supersede_one)
             return None
+        # The picker: live tasks of the same space(s), the selected ones aside, newest first.
+        survivors = (Task.objects.filter(space_id__in=queryset.values("space_id"), status__in=LIVE_STATUSES)
+                     .exclude(pk__in=queryset.values("pk")).order_by("-number")[:SURVIVOR_CHOICES])
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
-                   "tasks": queryset, "title": "Supersede leftover duplicates",
+                   "tasks": queryset, "survivors": survivors, "title": "Supersede leftover duplicates",
                    "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME}
         return TemplateResponse(request, "admin/tasks/supersede.html", context)
 
