@@ -193,7 +193,7 @@ class TaskEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} · {self.created_at:%Y-%m-%d %H:%M:%S} UTC"
+        return self.get_kind_display().lower()  # its time is shown beside it, once
 
 
 class Note(models.Model):

@@ -250,3 +250,12 @@ def test_the_bind_preview_shows_slot_titles_and_which_are_taken(admin_client, sp
                             ).content.decode()
     title = CharterItem.objects.get(space=space, work_item_id="T1").canonical_title
     assert title in html and f"taken by #{task.number}" in html and "free" in html  # T2, T3 are free
+
+
+def test_history_reads_in_words_with_members_by_name_and_each_time_once(admin_client, space, steward, writer):
+    task = create_task(space=space, actor=steward.member, title="Retry policy")
+    writer.api.post("/v1/spaces/agent-lab/next")
+    html = admin_client.get(f"/admin/tasks/task/{task.pk}/change/").content.decode()
+    history = html[html.index("history"):]
+    assert "member writer" in history and '"member":' not in history  # a name, not an id in JSON
+    assert " UTC</p>" not in history  # the row's own time is not repeated in its heading

@@ -17,6 +17,7 @@ from django.utils.html import format_html_join
 
 from allocation import services as allocation
 from common.refusals import DomainError
+from spaces.models import Member
 from spaces.services import steward_for_admin_user
 from allocation.runner import in_unit
 from tasks import commands, graph
@@ -48,8 +49,21 @@ class ReadOnlyInline(admin.TabularInline):
 
 class TaskEventInline(ReadOnlyInline):
     model = TaskEvent
-    fields = readonly_fields = ["created_at", "kind", "actor", "details"]
+    fields = readonly_fields = ["created_at", "kind", "actor", "what"]
     verbose_name_plural = "history"
+
+    @admin.display(description="details")
+    def what(self, event: TaskEvent) -> str:
+        """The event's details in words, members by name: "member ana · claim 3 · cycle 1"."""
+        parts = []
+        for key, value in (event.details or {}).items():
+            if key in ("member", "held_by") and isinstance(value, int):
+                value = Member.objects.filter(pk=value).values_list("name", flat=True).first() or f"member {value}"
+            elif isinstance(value, (list, dict)):
+                value = ", ".join(map(str, value)) if isinstance(value, list) else ", ".join(
+                    f"{k} {v}" for k, v in value.items())
+            parts.append(f"{key.replace('_', ' ')} {value}")
+        return " · ".join(parts) or "—"
 
 
 class ClaimInline(ReadOnlyInline):
