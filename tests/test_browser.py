@@ -54,14 +54,15 @@ def test_a_steward_previews_a_bind_and_supersedes_a_duplicate(live_server, brows
     browser.find_element(By.NAME, "username").send_keys("ada")
     browser.find_element(By.NAME, "password").send_keys("correct horse")
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
-    wait.until(lambda d: "Site administration" in d.title)
+    wait.until(lambda d: "Spaces administration" in d.title)  # the admin reads as this product
 
     browser.get(f"{live_server.url}/admin/spaces/space/{space.pk}/bind/")
     browser.find_element(By.NAME, "title").send_keys("Build a benchmark for code review agents")
     browser.find_element(By.CSS_SELECTOR, "#bind-preview input[type=submit]").click()
     wait.until(lambda d: d.find_elements(By.ID, "decision"))
     assert "T1" in browser.find_element(By.ID, "decision").text
-    assert "4/9" in browser.find_element(By.ID, "scores").text
+    scores = browser.find_element(By.ID, "scores").text
+    assert "4/9" in scores and "free" in scores  # each slot with its title, and whether a task holds it
     browser.save_screenshot(str(SHOTS / "bind-preview.png"))
 
     browser.get(f"{live_server.url}/admin/tasks/task/")
@@ -69,6 +70,7 @@ def test_a_steward_previews_a_bind_and_supersedes_a_duplicate(live_server, brows
     Select(browser.find_element(By.NAME, "action")).select_by_value("supersede")
     browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
     wait.until(lambda d: d.find_elements(By.ID, "supersede-form"))
+    assert browser.find_elements(By.CSS_SELECTOR, f"#survivors option[value='{keep.number}']")  # the picker
     browser.find_element(By.NAME, "surviving_task").send_keys(str(keep.number))
     browser.save_screenshot(str(SHOTS / "supersede-form.png"))
     browser.find_element(By.CSS_SELECTOR, "#supersede-form input[name=apply]").click()
