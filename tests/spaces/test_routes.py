@@ -207,7 +207,7 @@ def test_history_rows_name_themselves(space, writer):
     from tests.factories import create_task
 
     create_task(space=space, actor=writer.member, title="Retry policy")
-    assert str(TaskEvent.objects.get()).startswith("created · ")
+    assert str(TaskEvent.objects.get()) == "created"  # by its kind; the admin shows its time beside it, once
 
 
 @pytest.mark.parametrize("method, path, body, unknown", [
