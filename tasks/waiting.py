@@ -258,7 +258,6 @@ class Listener(threading.Thread):
     def __init__(self, registry: Registry) -> None:
         super().__init__(name="spaces-listener", daemon=True)
         self.registry = registry
-        self.statements = 0  # re-check statements sent (for tests and benchmarks)
         self.connects = 0
         self.connected = threading.Event()
         self.stopping = threading.Event()
@@ -324,7 +323,6 @@ class Listener(threading.Thread):
             return
         sql = "SELECT ARRAY[" + ", ".join(f"({probe[0]})" for _, _, probe in probes) + "]"
         params = [param for _, _, probe in probes for param in probe[1]]
-        self.statements += 1
         (found,) = conn.execute(sql, params).fetchone()
         ready: dict[int, set[tuple]] = {}
         for (space_id, shape, _), has_work in zip(probes, found):

@@ -17,14 +17,9 @@ from tasks.models import Attempt, Claim, Task
 from tests.conftest import load_agent_lab
 from tests.factories import create_task, member_with_key
 from tests.live_server import ROOT, gunicorn
+from tests.test_cli import spaces_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def spaces_cli(base: str, key: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    env = dict(os.environ, SPACES_URL=f"{base}/v1/spaces/agent-lab", SPACES_KEY=key, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "spaces_client.cli", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def later(seconds: float, action) -> threading.Thread:

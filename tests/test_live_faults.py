@@ -10,7 +10,6 @@ from collections import Counter
 
 import httpx
 import psutil
-import psycopg
 import pytest
 from django.db import connection
 
@@ -19,6 +18,7 @@ from tasks.models import Claim
 from tests.conftest import load_agent_lab
 from tests.factories import create_task, member_with_key
 from tests.live_server import gunicorn, gunicorn_process
+from tests.test_faults import database
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -118,9 +118,7 @@ def test_waiters_get_work_after_every_server_connection_is_cut():
     with gunicorn(workers=2) as base:
         threads, results, errors = in_threads(1, lambda i: waited_next(base, key, 30))
         time.sleep(2)
-        s = connection.settings_dict
-        with psycopg.connect(host=s["HOST"] or None, port=s["PORT"] or None, user=s["USER"] or None,
-                             password=s["PASSWORD"] or None, dbname=s["NAME"], autocommit=True) as admin:
+        with database(autocommit=True) as admin:
             cut = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                                 "WHERE datname = current_database() AND pid <> pg_backend_pid() "
                                 "AND backend_type = 'client backend'").fetchone()[0]
