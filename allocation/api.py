@@ -1,14 +1,11 @@
-"""``POST …/bind`` (SPEC §4.3) and steward holds (§5.2)."""
+"""The input of ``POST …/bind`` (SPEC §4.3) and of steward holds (§5.2); their routes are the
+tasks app's (``tasks.fronts.rest``), whose commands answer with similar tasks and history."""
 from __future__ import annotations
 
 from rest_framework import serializers
-from rest_framework.request import Request
-from rest_framework.response import Response
 
-from allocation import services
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from spaces.api.serializers import StrictCharField, StrictInputSerializer
-from spaces.api.views import SpaceView
 from spaces.catalog import MAX_TITLE
 
 
@@ -17,14 +14,6 @@ class BindSerializer(StrictInputSerializer):
     work_item_id = StrictCharField(max_length=32, required=False, allow_null=True)
     delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
 
-
-class BindView(SpaceView):
-    serializer_class = BindSerializer
-
-    def post(self, request: Request, slug: str) -> Response:
-        data = self.validated(BindSerializer)
-        result = services.bind_title(space=self.space, **data)
-        return Response(result.as_dict())
 
 
 class HoldSerializer(StrictInputSerializer):

@@ -26,7 +26,6 @@ urlpatterns = [
     # Content-Security-Policy allows no inline script.
     path("v1/docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("spaces.urls")),
-    path("v1/", include("allocation.urls")),
     path("v1/", include("tasks.urls")),
     path("v1/", include("exports.urls")),
 ]

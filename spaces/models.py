@@ -17,6 +17,9 @@ class Space(models.Model):
     allocation_window_seconds = models.PositiveIntegerField(default=15)
     max_claims_per_task = models.PositiveSmallIntegerField(default=3)
     max_attempts_per_cycle = models.PositiveSmallIntegerField(default=5)
+    # SPEC §16: how alike two titles must be (0.05-1) to be shown as similar tasks; the default
+    # is tuned in tasks.similarity.
+    similar_threshold = models.FloatField(default=0.45)
     # SPEC §3 Abuse: each key's requests per minute; None (the default) caps nothing.
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     # Bumped in the transaction of every catalog change: server processes compare it to
@@ -35,6 +38,8 @@ class Space(models.Model):
                 condition=Q(claim_lease_seconds__isnull=True) | Q(claim_lease_seconds__gte=10, claim_lease_seconds__lte=3600),
                 name="space_claim_lease_10_3600",
             ),
+            models.CheckConstraint(condition=Q(similar_threshold__gte=0.05, similar_threshold__lte=1),
+                                   name="space_similar_threshold_5_100"),
             models.CheckConstraint(condition=Q(confirmations_required__gte=0), name="space_confirmations_gte_0"),
             models.CheckConstraint(
                 condition=Q(allocation_window_seconds__gte=1, allocation_window_seconds__lte=3600),

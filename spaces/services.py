@@ -149,6 +149,7 @@ SPACE_SETTINGS = (
     "max_claims_per_task",
     "max_attempts_per_cycle",
     "requests_per_minute",
+    "similar_threshold",
 )
 
 

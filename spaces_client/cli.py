@@ -60,9 +60,18 @@ def numbers(values: list[int]) -> str:
     return ", ".join(map(str, values))
 
 
+def similar_lines(similar: list[dict]) -> list[str]:
+    return [f"  {t['score']:.2f}  task {t['id']} ({t['status']}): {one_line(t['title'])}" for t in similar]
+
+
 def readable(command: str, result: Any) -> str:
+    if command == "create" and result.get("similar"):
+        return "\n".join([describe_task(result), "similar live tasks (is one of them the same work?):",
+                          *similar_lines(result["similar"])])
     if command in ("create", "task", "update", "block"):
         return describe_task(result)
+    if command == "similar":
+        return "\n".join(similar_lines(result["similar"])) or "no similar live task"
     if command == "unblock":
         return "removed"
     if command == "board":
@@ -107,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--body", default="")
     p.add_argument("--mode", dest="delivery_mode", choices=["result", "repository_change", "review"])
     p.add_argument("--work-item", dest="work_item_id", help="bind to this catalog slot (e.g. T3)")
+    p.add_argument("--if-similar", dest="if_similar", choices=["allow", "refuse"],
+                   help="refuse: create nothing (409 similar_task_exists) when a live task looks like it")
     add_graph_options(p)
     p.add_argument("--blocked-by", dest="blocked_by", type=int, action="append", metavar="N",
                    help="a task this one waits on (repeat for more)")
@@ -170,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("board", help="the space at a glance: live work by state, who holds what, duplicates prevented")
     p = sub.add_parser("bind", help="preview how a title binds to the catalog")
     p.add_argument("title")
+    p = sub.add_parser("similar", help="the live tasks whose titles look like this one (before you create it)")
+    p.add_argument("title")
     p = sub.add_parser("notifications", help="your notifications")
     p.add_argument("--unread", action="store_true")
     return parser
@@ -193,7 +206,7 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
     actions: dict[str, Callable[[], Any]] = {
         "create": lambda: client.create_task(args.title, body=args.body, **given(
             delivery_mode=args.delivery_mode, work_item_id=args.work_item_id, priority=args.priority,
-            labels=args.labels, blocked_by=args.blocked_by)),
+            labels=args.labels, blocked_by=args.blocked_by, if_similar=args.if_similar)),
         "update": lambda: client.update_task(args.number, **given(
             priority=args.priority, labels=[] if args.no_labels else args.labels)),
         "block": lambda: client.block(args.number, args.blocker),
@@ -211,6 +224,7 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
                                               q=args.q)),
         "task": lambda: client.task(args.number),
         "bind": lambda: client.bind(args.title),
+        "similar": lambda: client.similar(args.title),
         "board": client.summary,
         "notifications": lambda: client.notifications(unread=args.unread),
     }

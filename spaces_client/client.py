@@ -118,6 +118,10 @@ class SpacesClient:
     def bind(self, title: str, **extra: Any) -> dict:
         return self.request("POST", self.space("/bind"), {"title": title, **extra})
 
+    def similar(self, title: str) -> dict:
+        """The live tasks whose titles look like ``title`` (SPEC §16)."""
+        return self.request("GET", self.space("/tasks/similar"), params={"title": title})
+
     def create_task(self, title: str, **extra: Any) -> dict:
         return self.request("POST", self.space("/tasks"), {"title": title, **extra})
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from allocation.api import HoldSerializer
+from allocation import services as allocation
+from allocation.api import BindSerializer, HoldSerializer
 from allocation.runner import UnitOfWork
 from common.refusals import DomainError
 from spaces.models import Member, Role
 from spaces.commands import Reply, command, validated
 from spaces.selectors import get_member
-from tasks import attempts, claims, graph, selectors, services, stewardship, waiting
+from tasks import attempts, claims, graph, selectors, services, similarity, stewardship, waiting
 from tasks.errors import SurvivorInvalid
 from tasks.models import Task
 from tasks.serializers import (
@@ -30,6 +31,7 @@ from tasks.serializers import (
     NoteCreateSerializer,
     NoteSerializer,
     RejectSerializer,
+    SimilarSerializer,
     SupersedeSerializer,
     TaskCreateSerializer,
     TaskDetailSerializer,
@@ -44,6 +46,14 @@ def task_body(task: Task) -> dict:
     return TaskSerializer(task).data
 
 
+def created_body(task: Task) -> dict:
+    """A 201's task; with ``similar`` when its title bound no slot (SPEC §16)."""
+    body = task_body(task)
+    if task.work_item_id is None:
+        body["similar"] = task.similar
+    return body
+
+
 def task_and(task: Task, **parts: Any) -> dict:
     return {"task": task_body(task), **parts}
 
@@ -56,7 +66,7 @@ def create_task(member: Member, *, unit: UnitOfWork, **data: Any) -> Reply:
     # The space came with the API key in this request, catalog version included.
     task = services.create_task(space=member.space, actor=member, unit=unit,
                                 catalog_version=member.space.catalog_version, **data)
-    return Reply(201, task_body(task))
+    return Reply(201, created_body(task))
 
 
 def window_results(member: Member, *, unit: UnitOfWork, proposals: list) -> list[dict]:
@@ -72,7 +82,7 @@ def window_results(member: Member, *, unit: UnitOfWork, proposals: list) -> list
     outcomes = services.create_tasks_window(space=member.space, actor=member, proposals=[p for _, p in valid],
                                             unit=unit, catalog_version=member.space.catalog_version)
     for (index, _), outcome in zip(valid, outcomes):
-        body = task_body(outcome.task) if outcome.task else outcome.error.as_body()
+        body = created_body(outcome.task) if outcome.task else outcome.error.as_body()
         results.append({"index": index, "status": outcome.status, "body": body})
     return sorted(results, key=lambda r: r["index"])
 
@@ -223,6 +233,25 @@ def reject_task(member: Member, *, unit: UnitOfWork, number: object, reason: str
 
 
 # --- Reads ------------------------------------------------------------------------------------
+
+
+# --- Binding and similar tasks (SPEC §4.3, §16): reads, nothing written ----------------------
+
+
+def similar_body(member: Member, title: str) -> list[dict]:
+    return similarity.as_answer(similarity.similar_to(member.space, title))
+
+
+@command("bind_title", Role.READER, input=BindSerializer, mutates=False)
+def bind_title(member: Member, *, unit: None, **data: Any) -> Reply:
+    """How a title binds to the catalog, and the live tasks it looks like."""
+    decision = allocation.bind_title(space=member.space, **data).as_dict()
+    return Reply(200, {**decision, "similar": similar_body(member, data["title"])})
+
+
+@command("similar_tasks", Role.READER, input=SimilarSerializer, mutates=False)
+def similar_tasks(member: Member, *, unit: None, title: str) -> Reply:
+    return Reply(200, {"similar": similar_body(member, title)})
 
 
 @command("get_task", Role.READER, mutates=False)

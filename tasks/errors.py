@@ -1,6 +1,7 @@
 """Task refusals (SPEC §4–§6)."""
 from __future__ import annotations
 
+from allocation.errors import AllocationConflict
 from common.refusals import DomainError
 
 
@@ -157,3 +158,9 @@ class DependencyCycle(DomainError):
     http_status = 422
     title = "Dependency cycle"
     meaning = "That blocker would close a cycle of waiting tasks; `cycle` lists it as task numbers [n, …, n]."
+
+
+class SimilarTaskExists(AllocationConflict):
+    code = "similar_task_exists"
+    meaning = ("Asked with if_similar=refuse: a live task with a similar title exists (`winner`, the most alike; "
+               "`similar` lists them). Nothing was written; work on it, or create without if_similar=refuse.")

@@ -10,7 +10,7 @@ from django.utils import timezone
 from allocation import services as allocation
 from allocation.conflict_keys import ConflictKey
 from spaces.models import Member
-from tasks import errors
+from tasks import errors, similarity
 from tasks.models import (
     LIVE_STATUSES,
     AttemptState,
@@ -75,7 +75,9 @@ def recompute_status(task: Task) -> str:
 def release_occupancy(task: Task, *, to: Task | None = None) -> None:
     """SPEC §4.4: a task that stopped being live hands each key it occupies to ``to`` (a
     superseding survivor), else to the key's next live task, lowest number first; a key
-    with no live task left is free again (allocation owns the occupancy rows)."""
+    with no live task left is free again (allocation owns the occupancy rows). Its title
+    leaves the similar-tasks index (SPEC §16)."""
+    similarity.forget(task)
     def successor(key: ConflictKey) -> Task | None:
         if to is not None:
             return to

@@ -76,6 +76,8 @@ class Task(models.Model):
         expression=SearchVector("title", "body", config=SEARCH_CONFIG),
         output_field=SearchVectorField(), db_persist=True,
     )
+    # The title's terms for similar tasks (SPEC §16, tasks.similarity.terms), set at create.
+    title_terms = ArrayField(models.TextField(), default=list, blank=True, editable=False)
 
     objects = TaskManager()
 
@@ -133,6 +135,37 @@ class Dependency(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.task.number} waits on #{self.blocker.number}"
+
+
+class TitleTerm(models.Model):
+    """The similar-tasks index (SPEC §16): one row per term of each live task's title. The
+    create statement writes a task's rows; the transaction that ends it deletes them
+    (``tasks.similarity.forget``). Each row is its own task's, so no two writers contend, and
+    a term's weight is counted from these rows (up to ``similarity.COUNT_CAP``)."""
+
+    pk = models.CompositePrimaryKey("space", "term", "task")
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    term = models.TextField()
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+
+
+class DistinctPair(models.Model):
+    """Two tasks a steward said are not duplicates (SPEC §16): the pair is not shown again."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    first = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    second = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    marked_by = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "first", "second"], name="distinctpair_once"),
+            models.CheckConstraint(condition=Q(first__lt=models.F("second")), name="distinctpair_in_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.first.number} and #{self.second.number} are distinct"
 
 
 class SlotDoneCount(models.Model):

@@ -166,6 +166,33 @@ def live_section() -> dict:
     }
 
 
+@register_section("similar")
+def similar_section() -> dict:
+    """SPEC §16: similar live tasks, a hint that never refuses by default."""
+    return {
+        "summary": "Two titles that bind no catalog slot get keys of their own wording, so the same uncatalogued "
+        "work phrased twice is two tasks. Look first: similar lists the live tasks whose titles look alike.",
+        "where": [
+            "GET …/tasks/similar?title=… and POST …/bind answer {\"similar\": [{\"id\", \"title\", \"status\", "
+            "\"score\"}]}: best first, at most 5, each score (0-1) at least the space's similar_threshold",
+            "a 201 whose title bound no slot carries similar (possibly []); a title bound to a slot has none",
+        ],
+        "never": [
+            "similar never refuses a create by default and never changes a conflict key",
+            "a create with \"if_similar\": \"refuse\" that finds a similar live task is refused with 409 "
+            "allocation_conflict, code similar_task_exists, outcome redirect, winner the most alike task, similar, "
+            "write_occurred false",
+        ],
+        "how": "titles compare on their words (section allocation's tokens, English function words dropped, "
+        "stemmed); a word counts more the fewer live titles of the space have it; words only one title has pull "
+        "the score down, and one on each side much more (the same sentence about another object)",
+        "settings": {"similar_threshold": {"default": default("similar_threshold"), "range": "0.05-1"}},
+        "cli": ["spaces similar TITLE", "spaces create TITLE --if-similar refuse"],
+        "mcp": "the similar_tasks tool; bind_title answers similar; create_task takes if_similar",
+        "refusals": [refusal("similar_task_exists")],
+    }
+
+
 @register_section("agents")
 def agents_section() -> dict:
     """The MCP tools and the CLI, described from the code that serves them."""

@@ -183,6 +183,14 @@ class TaskCreateSerializer(FlatInputSerializer):
     labels = LabelsField(required=False, default=list)
     # At most MAX_BLOCKERS of them live (checked when they are looked up); finished ones may be named too.
     blocked_by = TaskNumbersField(max_length=MAX_NAMED_BLOCKERS, required=False, default=list)
+    # SPEC §16: "refuse" turns a similar live task into a 409; by default the create proceeds.
+    if_similar = serializers.ChoiceField(choices=["allow", "refuse"], required=False, default="allow")
+
+
+class SimilarSerializer(StrictInputSerializer):
+    """``GET …/tasks/similar?title=…`` (SPEC §16)."""
+
+    title = StrictCharField(max_length=MAX_TITLE, trim_whitespace=False)
 
 
 class TaskUpdateSerializer(FlatInputSerializer):

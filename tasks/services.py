@@ -22,7 +22,8 @@ from common.refusals import DomainError
 from spaces.models import Member, Role, Space
 from tasks.errors import NotTaskCreator
 from tasks.lifecycle import check_task_live, check_task_usable, record_event
-from tasks import graph, wakeups
+from tasks import graph, similarity, wakeups
+from tasks.errors import SimilarTaskExists
 from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskStatus
 from tasks.selectors import get_task
 from tasks.sql import create_task_sql, task_winner_sql
@@ -49,6 +50,7 @@ def create_task(
     priority: int = DEFAULT_PRIORITY,
     labels: list[str] | None = None,
     blocked_by: list[int] | None = None,
+    if_similar: str = "allow",
     unit: UnitOfWork,
     catalog_version: int | None = None,
 ) -> Task:
@@ -61,7 +63,7 @@ def create_task(
     """
     intent = reserve_task(space=space, actor=actor, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, priority=priority, labels=labels, blocked_by=blocked_by,
-                          unit=unit, catalog_version=catalog_version)
+                          if_similar=if_similar, unit=unit, catalog_version=catalog_version)
     unit.commit_reservation()
     return mutate_task(intent, unit=unit, last=True)
 
@@ -84,22 +86,48 @@ def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_i
     task = Task(
         space=space, title=title, body=body, delivery_mode=delivery_mode, work_item_id=bound.work_item_id,
         conflict_kind=key.kind, conflict_target=key.target, status=TaskStatus.OPEN, payload_sha256=digest,
-        priority=priority, labels=list(labels or []),
+        priority=priority, labels=list(labels or []), title_terms=similarity.terms(title),
     )
     return task, key
+
+
+def look_for_similar(task: Task, *, unit: UnitOfWork, refuse: bool = False) -> None:
+    """SPEC §16 at create: a title that bound no slot is answered with the similar live tasks
+    (``task.similar``), once; with ``refuse`` any of them refuses the create. It never changes
+    the conflict key; a title bound to a slot has its key's guarantee instead.
+
+    A refusing create looks before it reserves, so a refusal leaves nothing behind; any other
+    looks once its reservation is in, so a create refused for its key pays nothing for it. The
+    reads need no transaction: when none must commit with them they run alone (``unit.alone``)."""
+    if task.work_item_id is not None or hasattr(task, "similar"):
+        return
+    with unit.alone():
+        found = similarity.similar_to(task.space, task.title)
+    task.similar = similarity.as_answer(found)
+    if found and refuse:
+        best, _ = found[0]
+        raise SimilarTaskExists(
+            f"Task {best.number} looks like the same work ({best.title!r}): work on it, or create without "
+            "if_similar=refuse.", conflict_key={"kind": task.conflict_kind, "target": task.conflict_target,
+                                                "delivery_mode": task.delivery_mode},
+            outcome="redirect", winner={"type": "task", "id": best.number, "status": best.status},
+            similar=task.similar, write_occurred=False)
 
 
 def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
                  delivery_mode: str = DeliveryMode.RESULT, work_item_id: str | None = None,
                  priority: int = DEFAULT_PRIORITY, labels: list[str] | None = None,
-                 blocked_by: list[int] | None = None,
+                 blocked_by: list[int] | None = None, if_similar: str = "allow",
                  unit: UnitOfWork, catalog_version: int | None = None) -> CreateIntent:
-    """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve. Blockers
-    are looked up first: an unknown one is a 422 before anything is reserved."""
+    """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve (a create
+    that refuses similar tasks first looks for them, SPEC §16). Blockers are looked up first:
+    an unknown one is a 422 before anything is reserved."""
     blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
     task, key = bind_task(space=space, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, catalog_version=catalog_version, priority=priority,
                           labels=labels)
+    if if_similar == "refuse":
+        look_for_similar(task, unit=unit, refuse=True)
     return reserve_bound(task, key, actor=actor, unit=unit, blocked_by=blockers)
 
 
@@ -124,6 +152,7 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -
     ends the unit with nothing written, and its reservation lapses. ``last``: the create
     writes nothing more after it (a single create; a window's tasks commit together)."""
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
+    look_for_similar(task, unit=unit)
     ready = not intent.blocked_by  # a task created with blockers wakes nobody yet
     created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit,
                                          last=last and ready, wake=ready)
@@ -159,7 +188,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, uni
             "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
-            "priority": task.priority, "labels": task.labels, "wake": wake,
+            "priority": task.priority, "labels": task.labels, "terms": task.title_terms, "wake": wake,
             **unit.lock_params(),
         })
         row = cursor.fetchone()
@@ -200,11 +229,14 @@ def create_tasks_window(
         try:
             fields = {"body": "", "delivery_mode": DeliveryMode.RESULT, "work_item_id": None, **proposal}
             blocked_by = fields.pop("blocked_by", None)
+            if_similar = fields.pop("if_similar", "allow")
             blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
             task, key = bind_task(space=space, catalog_version=catalog_version, **fields)
             if key in first_with_key:
                 outcomes.append(first_with_key[key])
                 continue
+            if if_similar == "refuse":
+                look_for_similar(task, unit=unit, refuse=True)
             first_with_key[key] = index
             outcomes.append(reserve_bound(task, key, actor=actor, unit=unit, blocked_by=blockers))
         except DomainError as error:

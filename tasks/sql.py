@@ -21,7 +21,18 @@ from spaces.models import Member
 from spaces.sql import next_task_number_cte
 from tasks import wakeups
 from tasks.filters import ready_queue
-from tasks.models import Claim, ClaimOrigin, Dependency, EventKind, SlotDoneCount, Task, TaskEvent, TaskStatus
+from tasks.models import (
+    LIVE_STATUSES,
+    Claim,
+    ClaimOrigin,
+    Dependency,
+    EventKind,
+    SlotDoneCount,
+    Task,
+    TaskEvent,
+    TaskStatus,
+    TitleTerm,
+)
 
 
 def quote(name: str) -> str:
@@ -43,7 +54,8 @@ def table(model) -> str:
 # statement, so all of it happens or none does, in one round trip; a reservation that was
 # taken over creates nothing, so the occupancy's unique constraint is never the one to say no
 # (it stays the last word all the same). A ready task wakes the agents waiting for work
-# (tasks.wakeups) when the statement's transaction commits.
+# (tasks.wakeups) when the statement's transaction commits. The title's terms go into the
+# similar-tasks index (SPEC §16): rows of the new task's own, so no other writer waits on them.
 @cache
 def create_task_sql() -> str:
     taken, occupied = allocation.mutation_ctes()
@@ -54,7 +66,9 @@ def create_task_sql() -> str:
         "received_seq": "%(received_seq)s", "payload_sha256": "%(payload_sha256)s", "superseded_by": "NULL",
         "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
         "updated_at": "%(now)s", "priority": "%(priority)s", "labels": "%(labels)s::varchar[]",
+        "title_terms": "%(terms)s::text[]",
     }
+    term_values = {"space": "%(space)s", "term": "u.term", "task": "created.id"}
     event_values = {"space": "%(space)s", "task": "created.id", "kind": f"'{EventKind.CREATED.value}'",
                     "actor": "%(creator)s", "details": "%(details)s::jsonb", "created_at": "%(now)s"}
 
@@ -63,7 +77,8 @@ def create_task_sql() -> str:
         f"{next_task_number_cte(name='numbered', space='%(space)s', only_if='taken')}, "
         f"created AS ({insert_select(Task, task_values)} FROM numbered RETURNING id, number), "
         f"{occupied}, "
-        f"event AS ({insert_select(TaskEvent, event_values)} FROM created) "
+        f"event AS ({insert_select(TaskEvent, event_values)} FROM created), "
+        f"indexed AS ({insert_select(TitleTerm, term_values)} FROM created, unnest(%(terms)s::text[]) AS u(term)) "
         f"SELECT id, number, CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s')} END FROM created"
     )
 
@@ -166,6 +181,46 @@ def reach_sql() -> str:
             f" UNION SELECT d.{blocker}, d.{task} FROM reach r JOIN {edges} d"
             f" ON d.{space} = %(space)s AND d.{task} = r.id) "
             "SELECT id, via FROM reach")
+
+
+# --- Similar tasks (tasks.similarity) -------------------------------------------------------
+
+SIMILAR_SPACE = Placeholder("space", -7_777_778)
+
+
+@cache
+def term_counts_sql(cap: int) -> str:
+    """How many live titles the space has, then how many have each term, each counted up to
+    ``cap`` (a term that common weighs as little as a weight gets): ``(term, count)`` rows, the
+    first with a NULL term. Params: space, terms."""
+    live = named_sql(Task.objects.filter(space_id=SIMILAR_SPACE.example, status__in=LIVE_STATUSES)
+                     .values("id")[:cap], SIMILAR_SPACE)
+    index, space, term = table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term")
+    return (f"SELECT NULL::text, (SELECT count(*) FROM ({live}) AS live) "
+            f"UNION ALL SELECT q.term, (SELECT count(*) FROM (SELECT 1 FROM {index} AS p "
+            f"WHERE p.{space} = %(space)s AND p.{term} = q.term LIMIT {cap}) AS c) "
+            "FROM unnest(%(terms)s::text[]) AS q(term)")
+
+
+@cache
+def similar_candidates_sql(cap: int) -> str:
+    """The tasks with a required term in the index (so live), but ``exclude``; then how many live
+    titles have each of their terms that ``known`` lacks, counted up to ``cap``. Rows ``(id,
+    number, title, status, terms, NULL, NULL)``, then ``(NULL, …, term, count)``. Params:
+    space, required, exclude, known."""
+    index, space, term, task = (table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term"),
+                                column(TitleTerm, "task"))
+    tasks, task_id = table(Task), column(Task, "id")
+    shown = ", ".join(f"t.{column(Task, name)}" for name in ("id", "number", "title", "status", "title_terms"))
+    return (f"WITH candidate AS MATERIALIZED (SELECT {shown} FROM {tasks} AS t WHERE t.{task_id} IN "
+            f"(SELECT p.{task} FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = ANY(%(required)s::text[])) "
+            f"AND t.{task_id} IS DISTINCT FROM %(exclude)s), "
+            f"other AS (SELECT DISTINCT u.term FROM candidate, unnest(candidate.{column(Task, 'title_terms')}) AS u(term) "
+            "WHERE u.term <> ALL(%(known)s::text[])) "
+            "SELECT *, NULL::text, NULL::bigint FROM candidate "
+            "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, o.term, (SELECT count(*) FROM "
+            f"(SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = o.term LIMIT {cap}) AS c) "
+            "FROM other AS o")
 
 
 # --- Counters (tasks.lifecycle) -----------------------------------------------------------

@@ -3,11 +3,13 @@ from django.urls import path
 from tasks.fronts import rest as api
 
 urlpatterns = [
+    path("spaces/<slug:slug>/bind", api.BindView.as_view(), name="bind"),
     path("spaces/<slug:slug>/holds", api.HoldListView.as_view(), name="holds"),
     path("spaces/<slug:slug>/holds/<str:work_item_id>", api.HoldDetailView.as_view(), name="hold"),
     path("spaces/<slug:slug>/summary", api.SummaryView.as_view(), name="summary"),
     path("spaces/<slug:slug>/tasks", api.TaskListView.as_view(), name="tasks"),
     path("spaces/<slug:slug>/tasks/window", api.TaskWindowView.as_view(), name="tasks-window"),
+    path("spaces/<slug:slug>/tasks/similar", api.SimilarTasksView.as_view(), name="tasks-similar"),
     path("spaces/<slug:slug>/tasks/<str:number>", api.TaskDetailView.as_view(), name="task"),
     path("spaces/<slug:slug>/tasks/<str:number>/history", api.TaskHistoryView.as_view(), name="task-history"),
     path("spaces/<slug:slug>/tasks/<str:number>/notes", api.TaskNotesView.as_view(), name="task-notes"),

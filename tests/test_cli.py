@@ -113,3 +113,21 @@ def test_the_work_graph_commands():
         assert board.returncode == 0 and board.stdout.startswith("space agent-lab")
         assert lines["live"].strip() == "3" and lines["ready"].strip() == "1" and lines["blocked"].strip() == "1"
         assert "agent-1" in board.stdout and "duplicates prevented (24 h)" in board.stdout
+
+
+def test_similar_and_create_if_similar_refuse():
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=1) as base:
+        first = spaces_cli(base, writer, "create", "Add retry with backoff to the webhook sender")
+        assert first.returncode == 0 and "similar" not in first.stdout
+        similar = spaces_cli(base, writer, "similar", "Retry with backoff in the webhook sender")
+        assert similar.returncode == 0 and "task 1 (open): Add retry with backoff" in similar.stdout
+        refused = spaces_cli(base, writer, "--json", "create", "Retry with backoff in the webhook sender",
+                             "--if-similar", "refuse")
+        assert refused.returncode == 1 and json.loads(refused.stdout)["code"] == "similar_task_exists"
+        created = spaces_cli(base, writer, "create", "Retry with backoff in the webhook sender")
+        assert created.returncode == 0 and created.stdout.startswith("task 2")
+        assert "similar live tasks" in created.stdout and "task 1 (open)" in created.stdout
+        assert spaces_cli(base, writer, "similar", "Translate the docs into Welsh").stdout.strip() == \
+            "no similar live task"

@@ -29,6 +29,10 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("writer", "create_tasks", {}, {"proposals": [{"title": "Write the onboarding guide"},
                                                   {"title": "Retry and backoff policy for tool calls"},
                                                   {"title": "Token spend dashboard", "priority": 9}]}),
+    ("reader", "bind_title", {}, {"title": "The onboarding guide"}),
+    ("reader", "similar_tasks", {}, {"title": "Onboarding guide, written"}),
+    ("reader", "similar_tasks", {}, {"title": ""}),  # 422
+    ("writer", "create_task", {}, {"title": "Write the onboarding guide!", "if_similar": "refuse"}),  # 409
     ("writer", "update_task", {"number": 1}, {"priority": 1}),
     ("writer", "add_blocker", {"number": 3}, {"task": 1}),
     ("writer", "add_blocker", {"number": 1}, {"task": 3}),  # 422 dependency_cycle
@@ -74,6 +78,7 @@ REST: dict[str, tuple[str, str]] = {
     "supersede_task": ("POST", "/tasks/{number}/supersede"), "assign_task": ("POST", "/tasks/{number}/assign"),
     "withdraw_task": ("POST", "/tasks/{number}/withdraw"), "reject_task": ("POST", "/tasks/{number}/reject"),
     "hold_slot": ("POST", "/holds"), "get_task": ("GET", "/tasks/{number}"),
+    "bind_title": ("POST", "/bind"), "similar_tasks": ("GET", "/tasks/similar"),
 }
 # MCP tool arguments where they are not the input itself (flat lookups, and renamed fields).
 MCP_ARGUMENTS = {"add_blocker": lambda data: {"blocker": data["task"]}}
@@ -95,7 +100,8 @@ def seed() -> dict[str, str]:
     _, writer = member_with_key(space, "writer", "agent-1")
     _, checker = member_with_key(space, "writer", "agent-2")
     _, steward = member_with_key(space, "steward", "lead")
-    return {"writer": writer, "checker": checker, "steward": steward}
+    _, reader = member_with_key(space, "reader", "watcher")
+    return {"writer": writer, "checker": checker, "steward": steward, "reader": reader}
 
 
 def through_rest(base: str) -> list[tuple[int, Any]]:
@@ -103,7 +109,9 @@ def through_rest(base: str) -> list[tuple[int, Any]]:
     with httpx.Client(base_url=base, timeout=30) as http:
         for who, name, lookups, data in SCRIPT:
             method, path = REST[name]
-            response = http.request(method, S + path.format(**lookups), json=data,
+            query = method == "GET" and data is not None  # a GET's input is its query string
+            response = http.request(method, S + path.format(**lookups), json=None if query else data,
+                                    params=data if query else None,
                                     headers={"Authorization": f"Bearer {keys[who]}"})
             answers.append((response.status_code, response.json() if response.content else None))
     return answers

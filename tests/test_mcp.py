@@ -209,3 +209,24 @@ def test_the_server_names_itself_and_the_projects_version():
     with gunicorn(workers=1) as base:
         result = anyio.run(handshake, base)
     assert result.serverInfo.name == "spaces" and result.serverInfo.version == version("spaces-service")
+
+
+def test_similar_tasks_over_mcp():
+    """SPEC §16 over MCP: similar_tasks and bind_title answer `similar`; create_task answers it,
+    and with if_similar="refuse" is refused as REST refuses it."""
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=1) as base:
+        _, results = run(base, writer, [
+            ("create_task", {"title": "Add retry with backoff to the webhook sender"}),
+            ("similar_tasks", {"title": "Retry with backoff in the webhook sender"}),
+            ("bind_title", {"title": "Retry with backoff in the webhook sender"}),
+            ("create_task", {"title": "Retry with backoff in the webhook sender", "if_similar": "refuse"}),
+            ("create_task", {"title": "Retry with backoff in the webhook sender"}),
+        ])
+    (e1, created), (e2, similar), (e3, bound), (e4, refused), (e5, second) = results
+    assert not e1 and json.loads(created)["similar"] == []
+    assert not e2 and [s["id"] for s in json.loads(similar)["similar"]] == [1]
+    assert not e3 and json.loads(bound)["similar"] == json.loads(similar)["similar"]
+    assert e4 and json.loads(refused[refused.index("{"):])["code"] == "similar_task_exists"
+    assert not e5 and json.loads(second)["id"] == 2 and json.loads(second)["similar"][0]["id"] == 1

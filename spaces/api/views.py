@@ -281,7 +281,7 @@ class ReferenceView(ApiView):
     query_parameters = frozenset({"section"})
 
     @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
-        OpenApiParameter("section", str, enum=["tasks", "allocation", "refusals", "settlement", "graph", "agents"])])
+        OpenApiParameter("section", str, enum=["tasks", "allocation", "refusals", "settlement", "graph", "live", "similar", "agents"])])
     def get(self, request: Request) -> Response:
         section = request.query_params.get("section")
         if section and section not in SECTIONS:

@@ -15,13 +15,11 @@ from mcp_server.views import MCPServerStreamableHttpView
 from django.http import QueryDict
 from rest_framework.utils.encoders import JSONEncoder
 
-from allocation import services as allocation
-from allocation.api import BindSerializer
 from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
 from common.refusals import DomainError, Unauthenticated
 from spaces import commands as space_commands
 from spaces.auth import ApiKeyAuthentication, bearer_token
-from spaces.commands import Command, validated
+from spaces.commands import Command
 from spaces.models import Role
 from spaces.permissions import IsMember, role_refusal
 from spaces.reference import build_reference
@@ -90,30 +88,39 @@ class SpacesTools(MCPToolset):
         def act(member):
             s = member.space
             return {"slug": s.slug, "name": s.name, "task_claim_hours": s.task_claim_hours,
-                    "claim_lease_seconds": s.claim_lease_seconds,
+                    "claim_lease_seconds": s.claim_lease_seconds, "similar_threshold": s.similar_threshold,
                     "confirmations_required": s.confirmations_required,
                     "max_claims_per_task": s.max_claims_per_task, "max_attempts_per_cycle": s.max_attempts_per_cycle}
         return self._run(Role.READER, act)
 
     def reference(self, section: str = "") -> dict:
-        """The service's rules for agents: section tasks, allocation, refusals, settlement or graph (empty for all)."""
+        """The service's rules for agents: section tasks, allocation, refusals, settlement, graph, live, similar or agents (empty for all)."""
         return self._run(Role.READER, lambda m: build_reference(section or None))
 
     def bind_title(self, title: str, work_item_id: str | None = None, delivery_mode: str = "result") -> dict:
-        """Preview how a title binds to the catalog (scores as exact fractions) without creating anything."""
+        """Preview how a title binds to the catalog (scores as exact fractions) without creating anything,
+        with `similar`: the live tasks whose titles look like it."""
         data = {"title": title, "work_item_id": work_item_id, "delivery_mode": delivery_mode}
-        return self._run(Role.READER, lambda m: allocation.bind_title(space=m.space,
-                                                                      **validated(BindSerializer, data)).as_dict())
+        return self._command(commands.bind_title, data=data)
+
+    def similar_tasks(self, title: str) -> dict:
+        """The live tasks whose titles look like `title` (best first, at most 5, each with a score 0-1):
+        likely the same work under other words. Look before you create work no catalog slot names."""
+        return self._command(commands.similar_tasks, data={"title": title})
 
     def create_task(self, title: str, body: str = "", delivery_mode: str = "result",
                     work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
-                    blocked_by: list[int] | None = None, idempotency_key: str | None = None) -> dict:
+                    blocked_by: list[int] | None = None, if_similar: str = "allow",
+                    idempotency_key: str | None = None) -> dict:
         """Create a task. If the work already exists the error is 409 allocation_conflict naming the `winner`:
         claim or join that task instead; on conflict_key_reserved retry after retry_after_ms with the same
         idempotency_key (a retry with it never creates a second task). `priority` 0 (most urgent) to 4,
-        `labels` up to 10, `blocked_by` the numbers of tasks this one waits on."""
+        `labels` up to 10, `blocked_by` the numbers of tasks this one waits on. A title that binds no catalog
+        slot is answered with `similar` (live tasks that look like it); `if_similar="refuse"` makes any of them
+        a 409 similar_task_exists instead, with nothing created."""
         data = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
-                "priority": priority, "labels": labels or [], "blocked_by": blocked_by or []}
+                "priority": priority, "labels": labels or [], "blocked_by": blocked_by or [],
+                "if_similar": if_similar}
         return self._command(commands.create_task, data=data, idempotency_key=idempotency_key)
 
     def create_tasks(self, proposals: list[dict], idempotency_key: str | None = None) -> dict:

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocation import services as allocation_services
-from allocation.api import HoldSerializer
+from allocation.api import BindSerializer, HoldSerializer
 from allocation.models import SlotHold
 from common.refusals import NotFound
 from spaces.api.pagination import IdCursorPagination
@@ -75,6 +75,27 @@ class SummaryView(SpaceView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
         return Response(summary.space_summary(self.space))
+
+
+class BindView(SpaceView):
+    """``POST …/bind`` (SPEC §4.3, §16): the bind decision and the similar live tasks; writes nothing."""
+
+    serializer_class = BindSerializer
+
+    @extend_schema(request=BindSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, slug: str) -> Response:
+        return self.run(commands.bind_title)
+
+
+class SimilarTasksView(SpaceView):
+    """``GET …/tasks/similar?title=…`` (SPEC §16): the live tasks most like a title."""
+
+    query_parameters = frozenset({"title"})
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter("title", str, required=True)])
+    def get(self, request: Request, slug: str) -> Response:
+        reply = commands.similar_tasks(self.member, unit=None, data=dict(request.query_params.items()))
+        return Response(reply.body, status=reply.status)
 
 
 class TaskWindowView(SpaceView):
