@@ -39,15 +39,20 @@ class SpaceWithBindPreviewAdmin(SpaceAdmin):
     """The spaces app's page for a space, with allocation's bind preview beside it."""
 
     list_display = [*SpaceAdmin.list_display, "bind_preview_link"]
-    readonly_fields = [*SpaceAdmin.readonly_fields, "bind_preview_link", "board_link"]
+    readonly_fields = [*SpaceAdmin.readonly_fields, "bind_preview_link", "board_link", "duplicates_link"]
 
     def get_fields(self, request, obj=None):
         fields = super().get_fields(request, obj)
-        return [*fields, "bind_preview_link", "board_link"] if obj is not None else fields
+        return [*fields, "bind_preview_link", "board_link", "duplicates_link"] if obj is not None else fields
 
     @admin.display(description="bind preview")
     def bind_preview_link(self, space: Space) -> str:
         return format_html('<a href="{}">Preview a bind</a>', reverse("admin:spaces_space_bind", args=[space.pk]))
+
+    @admin.display(description="likely duplicates")
+    def duplicates_link(self, space: Space) -> str:
+        return format_html('<a href="{}">Pairs of live tasks that look alike</a>',
+                           reverse("admin:tasks_task_duplicates", args=[space.pk]))
 
     @admin.display(description="board")
     def board_link(self, space: Space) -> str:

@@ -254,6 +254,21 @@ def similar_tasks(member: Member, *, unit: None, title: str) -> Reply:
     return Reply(200, {"similar": similar_body(member, title)})
 
 
+@command("likely_duplicates", Role.READER, mutates=False)
+def likely_duplicates(member: Member, *, unit: None) -> Reply:
+    """Pairs of live tasks likely to be the same work, best first (SPEC §16's radar)."""
+    return Reply(200, {"pairs": [similarity.pair_answer(p) for p in similarity.likely_duplicates(member.space)]})
+
+
+@command("mark_not_duplicate", Role.STEWARD, input=BlockerSerializer)
+def mark_not_duplicate(member: Member, *, unit: UnitOfWork, number: object, task: int) -> Reply:
+    """Task ``number`` and task ``task`` are distinct work: the pair is not shown again."""
+    first = selectors.get_task(space=member.space, number=number)
+    other = selectors.get_task(space=member.space, number=task)
+    similarity.mark_distinct(task=first, other=other, actor=member)
+    return Reply(200, {"tasks": sorted([first.number, other.number]), "distinct": True})
+
+
 @command("get_task", Role.READER, mutates=False)
 def get_task(member: Member, *, unit: None, number: object) -> Reply:
     return Reply(200, TaskDetailSerializer(selectors.task_with_work(space=member.space, number=number)).data)

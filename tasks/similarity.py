@@ -233,3 +233,22 @@ def likely_duplicates(space, *, limit: int = 50) -> list[tuple[Candidate, Candid
             counts[term] = counts.get(term, 0) + 1
     skip = set(DistinctPair.objects.filter(space_id=space.pk).values_list("first_id", "second_id"))
     return likely_pairs(titles, Weights(counts, len(titles)), space.similar_threshold, skip=skip, limit=limit)
+
+
+def mark_distinct(*, task, other, actor) -> None:
+    """A steward says two tasks are not duplicates: the pair is remembered and not shown again.
+    Saying it twice changes nothing (the pair's unique constraint)."""
+    from tasks.models import DistinctPair
+    from tasks.errors import SurvivorInvalid
+
+    if other.space_id != task.space_id or other.pk == task.pk:
+        raise SurvivorInvalid("The other task must be another task of this space.")
+    first, second = sorted((task.pk, other.pk))
+    DistinctPair.objects.bulk_create([DistinctPair(space_id=task.space_id, first_id=first, second_id=second,
+                                                   marked_by=actor)], ignore_conflicts=True)
+
+
+def pair_answer(pair: tuple[Candidate, Candidate, float]) -> dict:
+    first, second, value = pair
+    return {"tasks": [{"id": c.number, "title": c.title, "status": c.status} for c in (first, second)],
+            "score": round(value, 3)}

@@ -10,6 +10,7 @@ urlpatterns = [
     path("spaces/<slug:slug>/tasks", api.TaskListView.as_view(), name="tasks"),
     path("spaces/<slug:slug>/tasks/window", api.TaskWindowView.as_view(), name="tasks-window"),
     path("spaces/<slug:slug>/tasks/similar", api.SimilarTasksView.as_view(), name="tasks-similar"),
+    path("spaces/<slug:slug>/tasks/duplicates", api.LikelyDuplicatesView.as_view(), name="tasks-duplicates"),
     path("spaces/<slug:slug>/tasks/<str:number>", api.TaskDetailView.as_view(), name="task"),
     path("spaces/<slug:slug>/tasks/<str:number>/history", api.TaskHistoryView.as_view(), name="task-history"),
     path("spaces/<slug:slug>/tasks/<str:number>/notes", api.TaskNotesView.as_view(), name="task-notes"),
@@ -28,6 +29,8 @@ urlpatterns = [
     path("spaces/<slug:slug>/tasks/<str:number>/supersede", api.SupersedeView.as_view(), name="task-supersede"),
     path("spaces/<slug:slug>/tasks/<str:number>/withdraw", api.WithdrawView.as_view(), name="task-withdraw"),
     path("spaces/<slug:slug>/tasks/<str:number>/reject", api.RejectTaskView.as_view(), name="task-reject"),
+    path("spaces/<slug:slug>/tasks/<str:number>/not-duplicate", api.NotDuplicateView.as_view(),
+         name="task-not-duplicate"),
     path("notifications", api.NotificationListView.as_view(), name="notifications"),
     path("notifications/read", api.NotificationReadView.as_view(), name="notifications-read"),
 ]

@@ -259,3 +259,45 @@ def test_history_reads_in_words_with_members_by_name_and_each_time_once(admin_cl
     history = html[html.index("history"):]
     assert "member writer" in history and '"member":' not in history  # a name, not an id in JSON
     assert " UTC</p>" not in history  # the row's own time is not repeated in its heading
+
+
+def test_likely_duplicates_page_keeps_one_or_remembers_a_distinct_pair(admin_client, space, steward):
+    for title in ["Add retry with backoff to the webhook sender", "Retry with backoff in the webhook sender",
+                  "Translate the README into Spanish", "Spanish translation of the README",
+                  "Upgrade PostgreSQL to 17"]:
+        create_task(space=space, actor=steward.member, title=title)
+    page = f"/admin/tasks/task/duplicates/{space.pk}/"
+    response = admin_client.get(page)
+    assert response.status_code == 200
+    assert sorted((a.number, b.number) for a, b, _ in response.context["pairs"]) == [(1, 2), (3, 4)]
+    assert "Keep #1" in response.content.decode() and "Not a duplicate" in response.content.decode()
+    # Keep #1: task 2 is superseded by it, under the staff user's steward member
+    response = admin_client.post(page, {"first": "1", "second": "2", "keep": "1"}, follow=True)
+    assert "Task 2 is superseded by task 1." in messages_of(response)
+    task = Task.objects.get(space=space, number=2)
+    assert task.status == "superseded" and task.superseded_by.number == 1
+    assert task.events.get(kind="superseded").actor.name == "admin:ada"
+    # Not a duplicate: remembered, not shown again
+    response = admin_client.post(page, {"first": "3", "second": "4", "distinct": "1"}, follow=True)
+    assert "Tasks 3 and 4 are distinct work: not shown again." in messages_of(response)
+    assert response.context["pairs"] == []
+    # a refusal is shown in words
+    response = admin_client.post(page, {"first": "1", "second": "2", "keep": "2"}, follow=True)
+    assert any("superseded" in m for m in messages_of(response))
+
+
+def test_likely_duplicates_page_takes_the_view_permission_and_acting_the_change_one(space, steward):
+    from django.contrib.auth.models import Permission
+
+    create_task(space=space, actor=steward.member, title="Add retry with backoff to the webhook sender")
+    create_task(space=space, actor=steward.member, title="Retry with backoff in the webhook sender")
+    page = f"/admin/tasks/task/duplicates/{space.pk}/"
+    staff = User.objects.create_user("viewer", "viewer@example.com", "pw", is_staff=True)
+    client = Client()
+    client.login(username="viewer", password="pw")
+    assert client.get(page).status_code == 403
+    staff.user_permissions.set(Permission.objects.filter(codename="view_task"))
+    response = client.get(page)
+    assert response.status_code == 200 and "Keep #1" not in response.content.decode()
+    assert client.post(page, {"first": "1", "second": "2", "keep": "1"}).status_code == 403
+    assert Task.objects.get(space=space, number=2).status == "open"

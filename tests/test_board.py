@@ -115,3 +115,29 @@ def test_a_claim_about_to_lapse_is_marked_and_a_lapsed_one_shows_ready(space, st
     lapsed = viewer.get(DATA, headers={"If-None-Match": marked["ETag"]}).json()
     assert lapsed["columns"]["ready"]["cards"] == [1] and lapsed["cards"]["1"]["holders"] == []
     assert TaskEvent.objects.filter(kind="claim_lapsed").count() == 1
+
+
+def test_likely_duplicates_are_listed_and_acted_on_from_the_board(space, steward):
+    create_task(space=space, actor=steward.member, title="Add retry with backoff to the webhook sender")
+    create_task(space=space, actor=steward.member, title="Retry with backoff in the webhook sender")
+    create_task(space=space, actor=steward.member, title="Upgrade PostgreSQL to 17")
+    viewer = logged_in("viewer")
+    response = viewer.get(DATA)
+    pairs = response.json()["duplicates"]
+    assert [[t["id"] for t in p["tasks"]] for p in pairs] == [[1, 2]]
+    page = viewer.get(BOARD).content.decode()
+    assert 'id="csrf"' not in page  # no change_task: no controls
+
+    lead = logged_in("lead", perms=("view_task", "change_task"))
+    page = lead.get(BOARD).content.decode()
+    assert 'id="csrf"' in page and f'data-url="/admin/tasks/task/duplicates/{space.pk}/"' in page
+    etag = response["ETag"]
+    done = lead.post(f"/admin/tasks/task/duplicates/{space.pk}/", {"first": 1, "second": 2, "distinct": 1,
+                                                                    "next": BOARD})
+    assert done.status_code == 302 and done["Location"] == BOARD
+    changed = viewer.get(DATA, headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and changed.json()["duplicates"] == []
+    # somewhere else is not where the board sends you back to
+    away = lead.post(f"/admin/tasks/task/duplicates/{space.pk}/", {"first": 1, "second": 3, "distinct": 1,
+                                                                    "next": "https://example.com/"})
+    assert away["Location"] == f"/admin/tasks/task/duplicates/{space.pk}/"

@@ -33,6 +33,12 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("reader", "similar_tasks", {}, {"title": "Onboarding guide, written"}),
     ("reader", "similar_tasks", {}, {"title": ""}),  # 422
     ("writer", "create_task", {}, {"title": "Write the onboarding guide!", "if_similar": "refuse"}),  # 409
+    ("writer", "create_task", {}, {"title": "The onboarding guide, written"}),  # 201 with similar: task 4
+    ("reader", "likely_duplicates", {}, None),
+    ("writer", "mark_not_duplicate", {"number": 4}, {"task": 2}),  # 403: a steward's
+    ("steward", "mark_not_duplicate", {"number": 4}, {"task": 99}),  # 404
+    ("steward", "mark_not_duplicate", {"number": 4}, {"task": 2}),
+    ("reader", "likely_duplicates", {}, None),  # the pair is gone
     ("writer", "update_task", {"number": 1}, {"priority": 1}),
     ("writer", "add_blocker", {"number": 3}, {"task": 1}),
     ("writer", "add_blocker", {"number": 1}, {"task": 3}),  # 422 dependency_cycle
@@ -79,6 +85,7 @@ REST: dict[str, tuple[str, str]] = {
     "withdraw_task": ("POST", "/tasks/{number}/withdraw"), "reject_task": ("POST", "/tasks/{number}/reject"),
     "hold_slot": ("POST", "/holds"), "get_task": ("GET", "/tasks/{number}"),
     "bind_title": ("POST", "/bind"), "similar_tasks": ("GET", "/tasks/similar"),
+    "likely_duplicates": ("GET", "/tasks/duplicates"), "mark_not_duplicate": ("POST", "/tasks/{number}/not-duplicate"),
 }
 # MCP tool arguments where they are not the input itself (flat lookups, and renamed fields).
 MCP_ARGUMENTS = {"add_blocker": lambda data: {"blocker": data["task"]}}

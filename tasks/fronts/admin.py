@@ -7,20 +7,23 @@ import re
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import F, Func, Q
 from django.utils.functional import cached_property
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html_join
 
 from allocation import services as allocation
 from common.refusals import DomainError
-from spaces.models import Member
+from spaces.models import Member, Space
 from spaces.services import steward_for_admin_user
 from allocation.runner import in_unit
-from tasks import commands, graph
+from tasks import commands, graph, similarity
 from tasks.filters import blocked, ready_condition, text_query
 from tasks.models import (
     LIVE_STATUSES,
@@ -217,6 +220,44 @@ class TaskAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(is_blocked=blocked())
+
+    def get_urls(self):
+        return [path("duplicates/<int:space_id>/", self.admin_site.admin_view(self.duplicates),
+                     name="tasks_task_duplicates"), *super().get_urls()]
+
+    def duplicates(self, request, space_id: int):
+        """A space's likely duplicate pairs (SPEC §16), most alike first, each with *Keep #n* (the
+        other is superseded by it) and *Not a duplicate*: the API's commands, run as the actions
+        are, under the staff user's steward member. Viewing takes the view permission, acting
+        the change permission."""
+        space = get_object_or_404(Space, pk=space_id)
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        can_change = self.has_change_permission(request)
+        if request.method == "POST":
+            if not can_change:
+                raise PermissionDenied
+            first, second, keep = (request.POST.get(name, "") for name in ("first", "second", "keep"))
+            actor = steward_for_admin_user(space=space, username=request.user.get_username())
+            try:
+                if "distinct" in request.POST:
+                    in_unit(lambda unit: commands.mark_not_duplicate(actor, unit=unit, number=first,
+                                                                     data={"task": second}))
+                    messages.success(request, f"Tasks {first} and {second} are distinct work: not shown again.")
+                else:
+                    other = second if keep == first else first
+                    in_unit(lambda unit: commands.supersede_task(
+                        actor, unit=unit, number=other, data={"surviving_task": keep, "reason": "likely duplicate"}))
+                    messages.success(request, f"Task {other} is superseded by task {keep}.")
+            except DomainError as error:
+                messages.error(request, error.detail)
+            back = request.POST.get("next", "")  # the board posts here and is shown again
+            safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
+            return redirect(back if back and safe else request.path)
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "space": space,
+                   "pairs": similarity.likely_duplicates(space), "can_change": can_change,
+                   "title": f"Likely duplicates: {space.slug}"}
+        return TemplateResponse(request, "admin/tasks/duplicates.html", context)
 
     def get_search_results(self, request, queryset, search_term: str):
         term = search_term.strip()

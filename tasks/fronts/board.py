@@ -20,13 +20,14 @@ from django.utils import timezone
 
 from allocation import services as allocation
 from spaces.models import Space
-from tasks import graph, lapses
+from tasks import graph, lapses, similarity
 from tasks.filters import LABEL, blocked, ready_condition
-from tasks.models import Attempt, Claim, Task, TaskEvent, TaskStatus
+from tasks.models import Attempt, Claim, DistinctPair, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
 from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, space_summary
 
 CARDS_PER_COLUMN = 50
+DUPLICATE_PAIRS = 5  # the likely duplicates strip (SPEC §16)
 COLUMNS = [
     ("ready", "Ready"),
     ("blocked", "Blocked"),
@@ -58,13 +59,14 @@ def filtered(tasks: QuerySet, *, label: str | None, member: int | None) -> Query
 
 def version(space: Space) -> str:
     """Changes when anything on the board may have: a history event, a duplicate prevented, a
-    claim entering the last fifth of its lease."""
+    claim entering the last fifth of its lease, a pair marked not a duplicate."""
     now = timezone.now()
     lapses.lapse_due(space_id=space.pk, now=now)  # a lapse nobody met yet: recorded, so shown ready
     latest = TaskEvent.objects.filter(space=space).aggregate(latest=Max("id"))["latest"] or 0
     duplicates = allocation.conflicts_since(space.pk, now - DUPLICATES_WINDOW)
     warned = lapses.lapsing(Claim.objects.filter(space=space), now).count()
-    return f"{latest}.{duplicates}.{warned}"
+    distinct = DistinctPair.objects.filter(space=space).aggregate(latest=Max("id"))["latest"] or 0
+    return f"{latest}.{duplicates}.{warned}.{distinct}"
 
 
 def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
@@ -127,7 +129,9 @@ def board_data(space: Space, *, since: int | None, numbers: list[int], label: st
         changed = (TaskEvent.objects.filter(space=space, id__gt=since, task__number__in=listed)
                    .values_list("task__number", flat=True).distinct())
         wanted = set(changed) | (set(numbers) & set(listed))
-    return {"summary": space_summary(space), "columns": columns, "cards": cards(space, sorted(wanted))}
+    pairs = [similarity.pair_answer(p) for p in similarity.likely_duplicates(space, limit=DUPLICATE_PAIRS)]
+    return {"summary": space_summary(space), "columns": columns, "cards": cards(space, sorted(wanted)),
+            "duplicates": pairs}
 
 
 def int_param(request: HttpRequest, name: str) -> int | None:
@@ -140,8 +144,11 @@ def int_param(request: HttpRequest, name: str) -> int | None:
 def board_page(request: HttpRequest, slug: str) -> HttpResponse:
     space = get_object_or_404(Space, slug=slug)
     members = space.members.order_by("name").values_list("pk", "name")
-    return render(request, "board/board.html", {"space": space, "columns": COLUMNS, "members": members,
-                                                "data_url": reverse("board-data", args=[space.slug])})
+    return render(request, "board/board.html", {
+        "space": space, "columns": COLUMNS, "members": members, "data_url": reverse("board-data", args=[space.slug]),
+        # the strip's Keep and Not a duplicate post to the admin's page for them, for those who may change tasks
+        "duplicates_url": reverse("admin:tasks_task_duplicates", args=[space.pk]),
+        "can_change": request.user.has_perm("tasks.change_task")})
 
 
 @staff_member_required

@@ -108,6 +108,16 @@ class SpacesTools(MCPToolset):
         likely the same work under other words. Look before you create work no catalog slot names."""
         return self._command(commands.similar_tasks, data={"title": title})
 
+    def likely_duplicates(self) -> dict:
+        """Pairs of live tasks likely to be the same work under other words, most alike first: for a steward
+        to supersede one of each pair (supersede_task) or say they differ (mark_not_duplicate)."""
+        return self._command(commands.likely_duplicates)
+
+    def mark_not_duplicate(self, number: int, task: int, idempotency_key: str | None = None) -> dict:
+        """Steward: tasks `number` and `task` are distinct work; the pair is not listed as likely duplicates again."""
+        return self._command(commands.mark_not_duplicate, data={"task": task}, number=number,
+                             idempotency_key=idempotency_key)
+
     def create_task(self, title: str, body: str = "", delivery_mode: str = "result",
                     work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
                     blocked_by: list[int] | None = None, if_similar: str = "allow",

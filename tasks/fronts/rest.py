@@ -98,6 +98,26 @@ class SimilarTasksView(SpaceView):
         return Response(reply.body, status=reply.status)
 
 
+class LikelyDuplicatesView(SpaceView):
+    """``GET …/tasks/duplicates`` (SPEC §16): pairs of live tasks likely to be the same work."""
+
+    query_parameters = frozenset()
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, slug: str) -> Response:
+        return self.run(commands.likely_duplicates)
+
+
+class NotDuplicateView(SpaceView):
+    """``POST …/tasks/{n}/not-duplicate {"task": m}``: a steward says n and m are distinct work."""
+
+    required_roles = {"POST": commands.mark_not_duplicate.role}
+
+    @extend_schema(request=BlockerSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.mark_not_duplicate, number=number)
+
+
 class TaskWindowView(SpaceView):
     serializer_class = WindowSerializer
     required_roles = {"POST": commands.create_tasks.role}

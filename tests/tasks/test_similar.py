@@ -121,3 +121,36 @@ def test_likely_duplicates_pairs_live_tasks_and_forgets_distinct_pairs(seeded, s
     assert [(a.number, b.number) for a, b, _ in pairs] == [(1, 8)]
     DistinctPair.objects.create(space=space, first_id=pairs[0][0].id, second_id=pairs[0][1].id)
     assert similarity.likely_duplicates(space) == []
+
+
+def test_the_duplicates_route_and_not_a_duplicate(seeded, steward, reader):
+    create(seeded, PARAPHRASE)
+    pairs = reader.api.get("/v1/spaces/agent-lab/tasks/duplicates").json()["pairs"]
+    assert [[t["id"] for t in p["tasks"]] for p in pairs] == [[1, 8]] and 0 < pairs[0]["score"] <= 1
+    path = "/v1/spaces/agent-lab/tasks/8/not-duplicate"
+    assert seeded.api.post(path, {"task": 1}).status_code == 403
+    assert steward.api.post(path, {"task": 8}).status_code == 422  # itself
+    assert steward.api.post(path, {"task": 99}).status_code == 404
+    for _ in range(2):  # saying it again changes nothing
+        response = steward.api.post(path, {"task": 1})
+        assert response.status_code == 200 and response.json() == {"tasks": [1, 8], "distinct": True}
+    assert DistinctPair.objects.get().marked_by == steward.member
+    assert reader.api.get("/v1/spaces/agent-lab/tasks/duplicates").json()["pairs"] == []
+
+
+def test_the_similar_tasks_command_prints_the_pairs(seeded):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    create(seeded, PARAPHRASE)
+    out = StringIO()
+    call_command("similar_tasks", "agent-lab", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith(f"#1 {WEBHOOK} (open)") and lines[1].strip() == f"#8 {PARAPHRASE} (open)"
+    assert lines[-1] == "1 likely duplicate pair in agent-lab (threshold 0.45)."
+    out = StringIO()
+    call_command("similar_tasks", "agent-lab", "--threshold", "1", stdout=out)
+    assert out.getvalue().splitlines() == ["0 likely duplicate pairs in agent-lab (threshold 1)."]
+    with pytest.raises(CommandError, match="No space 'nowhere'"):
+        call_command("similar_tasks", "nowhere")

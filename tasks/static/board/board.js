@@ -94,8 +94,41 @@
     return dataUrl + "?" + params.toString();
   }
 
+  // SPEC §16's strip: each pair with Keep #a / Keep #b (the other is superseded) and Not a
+  // duplicate, as forms posting to the admin's page for them, which sends the page back here.
+  function setDuplicates(pairs) {
+    const strip = document.getElementById("duplicates");
+    const list = document.getElementById("duplicate-pairs");
+    const csrf = document.getElementById("csrf");
+    list.replaceChildren();
+    strip.hidden = pairs.length === 0;
+    pairs.forEach(function (pair) {
+      const [a, b] = pair.tasks;
+      const item = el("li", "pair");
+      item.append(el("span", "score", pair.score.toFixed(2)));
+      [a, b].forEach(function (t) { item.append(el("span", "task", "#" + t.id + " " + t.title)); });
+      if (csrf) {
+        const form = el("form", "actions");
+        form.method = "post";
+        form.action = strip.dataset.url;
+        const fields = {csrfmiddlewaretoken: csrf.value, first: a.id, second: b.id, next: location.pathname + location.search};
+        Object.entries(fields).forEach(function ([name, value]) {
+          const input = el("input"); input.type = "hidden"; input.name = name; input.value = value; form.append(input);
+        });
+        [[a.id, "keep", "Keep #" + a.id], [b.id, "keep", "Keep #" + b.id], [1, "distinct", "Not a duplicate"]]
+          .forEach(function ([value, name, label]) {
+            const button = el("button", "", label); button.type = "submit"; button.name = name; button.value = value;
+            form.append(button);
+          });
+        item.append(form);
+      }
+      list.append(item);
+    });
+  }
+
   function apply(data) {
     setFigures(data.summary);
+    setDuplicates(data.duplicates);
     Object.entries(data.cards).forEach(function ([number, card]) {
       let node = cards.get(Number(number));
       if (!node) {
