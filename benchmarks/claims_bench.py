@@ -46,10 +46,10 @@ def add_tasks(space_id: int, creator_id: int, count: int, status: str) -> None:
             INSERT INTO tasks_task (space_id, number, title, body, delivery_mode, work_item_id, conflict_kind,
                                     conflict_target, status, cycle, creator_id, received_seq, payload_sha256,
                                     superseded_by_id, closed_by_id, closed_at, close_reason, created_at, updated_at,
-                                    priority, labels)
+                                    priority, labels, title_terms)
             SELECT %(space)s, %(start)s + g, 'bench ' || (%(start)s + g), '', 'result', NULL, 'create_task',
                    'task:bench:' || (%(start)s + g), %(status)s, 1, %(creator)s, 0, '', NULL, NULL, NULL, '',
-                   now(), now(), 2, '{}'
+                   now(), now(), 2, '{}', '{}'
             FROM generate_series(1, %(count)s) AS g
             """,
             {"space": space_id, "start": start, "count": count, "status": status, "creator": creator_id},

@@ -4,7 +4,7 @@ from django.views.decorators.cache import cache_page
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from tasks.fronts.board import board_data_view, board_page
+from tasks.fronts.board import board_data_view, board_duplicates_view, board_page
 from tasks.fronts.mcp import MCPEndpoint
 
 # The admin reads as this product, not as Django's.
@@ -18,6 +18,7 @@ urlpatterns = [
     # The board (SPEC §14): staff users with view_task, logged in as for the admin.
     path("board/<slug:slug>/", board_page, name="board"),
     path("board/<slug:slug>/data", board_data_view, name="board-data"),
+    path("board/<slug:slug>/duplicates", board_duplicates_view, name="board-duplicates"),
     # MCP for agents, authenticated with the member's API key like the REST routes.
     path("mcp", MCPEndpoint.as_view(), name="mcp"),
     # The schema is the same for every request of a deployment: built once per process an hour.

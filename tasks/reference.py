@@ -186,9 +186,15 @@ def similar_section() -> dict:
         "how": "titles compare on their words (section allocation's tokens, English function words dropped, "
         "stemmed); a word counts more the fewer live titles of the space have it; words only one title has pull "
         "the score down, and one on each side much more (the same sentence about another object)",
+        "pairs": [
+            "GET …/tasks/duplicates: likely duplicate pairs among live tasks, best first (any member)",
+            "POST …/tasks/{n}/not-duplicate {\"task\": m} (steward): n and m are distinct work, the pair is not "
+            "listed again; supersede one of a pair with POST …/tasks/{n}/supersede",
+        ],
         "settings": {"similar_threshold": {"default": default("similar_threshold"), "range": "0.05-1"}},
         "cli": ["spaces similar TITLE", "spaces create TITLE --if-similar refuse"],
-        "mcp": "the similar_tasks tool; bind_title answers similar; create_task takes if_similar",
+        "mcp": "the similar_tasks and likely_duplicates tools, mark_not_duplicate for stewards; bind_title answers "
+        "similar; create_task takes if_similar",
         "refusals": [refusal("similar_task_exists")],
     }
 

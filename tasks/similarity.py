@@ -19,14 +19,17 @@ The counts come from the index itself (``TitleTerm``: a row per term of each liv
 written by the create statement and deleted by the transaction that ends the task), counted up
 to ``COUNT_CAP``: a term in that many live titles is as common as a term gets, and the count
 stays cheap however large the space. A title's candidates are the live titles sharing one of
-its ``required_terms``, read through the same index, never by scanning the space.
+its ``probe_terms``, read through the same index, never by scanning the space.
 """
 from __future__ import annotations
 
 import math
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
 
 import snowballstemmer
 from django.db import connection
@@ -37,6 +40,9 @@ from allocation.binding import tokens
 DEFAULT_THRESHOLD = 0.45  # spaces.models.Space.similar_threshold's default
 BOTH_SIDES_PENALTY = 3
 MAX_SIMILAR = 5
+# A title's candidates scored in full: those sharing the most of its weight. (The best five by
+# score are among them unless many candidates share much but each adds more words of its own.)
+CANDIDATES_SCORED = 4 * MAX_SIMILAR
 
 # The Snowball English stop list (snowballstem.org/algorithms/english/stop.txt).
 FUNCTION_WORDS = frozenset("""
@@ -52,7 +58,9 @@ FUNCTION_WORDS = frozenset("""
 # Titles are counted up to this many: a term in COUNT_CAP live titles weighs what the most
 # common term weighs (measured on the labelled pairs: the same precision and recall as exact
 # counts, docs/benchmarks.md).
-COUNT_CAP = 200
+COUNT_CAP = 100
+# Every live title has this term in the index (no real term is empty): its rows count them.
+LIVE_TERM = ""
 
 _stemmer = snowballstemmer.stemmer("english")
 
@@ -67,6 +75,7 @@ def terms(title: str) -> list[str]:
     return sorted({stem(token) for token in tokens(title) if token not in FUNCTION_WORDS})
 
 
+@lru_cache(maxsize=65_536)
 def weight(titles_with_term: int, live_titles: int) -> float:
     """How much a term counts: rare in the space's live titles, much; in all of them, 1."""
     live = min(live_titles, COUNT_CAP)
@@ -87,14 +96,22 @@ class Weights:
         return sum(self(t) for t in title_terms)
 
 
-def score(a: Sequence[str], b: Sequence[str], weights: Weights) -> float:
+def score(a: Collection[str], b: Collection[str], weights: Weights) -> float:
     """How alike two titles are, from 0 to 1 (the module's docstring says how)."""
-    a, b = set(a), set(b)
-    shared = weights.total(a & b)
+    a, b = as_set(a), as_set(b)
+    return alike(weights.total(a & b), weights.total(a), weights.total(b))
+
+
+def alike(shared: float, total_a: float, total_b: float) -> float:
+    """The score from the weight two titles share and each title's whole weight."""
     if not shared:
         return 0.0
-    only_a, only_b = weights.total(a - b), weights.total(b - a)
+    only_a, only_b = total_a - shared, total_b - shared
     return shared / (shared + only_a + only_b + BOTH_SIDES_PENALTY * min(only_a, only_b))
+
+
+def as_set(terms: Collection[str]) -> frozenset[str] | set[str]:
+    return terms if isinstance(terms, (set, frozenset)) else frozenset(terms)
 
 
 def required_terms(title_terms: Sequence[str], weights: Weights, threshold: float) -> list[str]:
@@ -113,6 +130,15 @@ def required_terms(title_terms: Sequence[str], weights: Weights, threshold: floa
         if light >= bound:
             return ordered[index:]
     return []
+
+
+def probe_terms(title_terms: Sequence[str], weights: Weights, threshold: float) -> list[str]:
+    """The terms a title's matches are looked up by: its required terms that fewer than
+    COUNT_CAP live titles have. A term that common weighs the least a term can, and looking it
+    up would read a share of the whole space; so a title that shares *only* such terms with
+    this one (both made of the space's most common words) is not found. That keeps each
+    lookup at most COUNT_CAP index rows a term, however large and repetitive the space."""
+    return [t for t in required_terms(title_terms, weights, threshold) if weights.counts.get(t, 0) < COUNT_CAP]
 
 
 @dataclass(frozen=True)
@@ -135,50 +161,114 @@ def ranked(title_terms: Sequence[str], candidates: Iterable[Candidate], weights:
 
 def likely_pairs(titles: Sequence[Candidate], weights: Weights, threshold: float,
                  skip: set[tuple[int, int]] = frozenset(), limit: int = 50) -> list[tuple[Candidate, Candidate, float]]:
-    """Pairs of live titles that reach ``threshold``, best first: each title is matched through
-    an inverted index of the others on its required terms only, never against every title."""
+    """Pairs of live titles that reach ``threshold``, best first, never matching every title
+    against every other: each title is filed under its probe terms only, and matched with the
+    titles filed under one of its own. Two titles that reach the threshold share a required
+    term of each (prefix filtering with one order of terms for all: heaviest first, then by
+    name), so nothing is missed that the probe terms could find."""
+    sets = {title.id: frozenset(title.terms) for title in titles}
+    totals = {title.id: weights.total(sets[title.id]) for title in titles}
     index: dict[str, list[Candidate]] = {}
+    probes: dict[int, list[str]] = {}
     for title in titles:
-        for term in title.terms:
+        probes[title.id] = probe_terms(title.terms, weights, threshold)
+        for term in probes[title.id]:
             index.setdefault(term, []).append(title)
-    found: dict[tuple[int, int], tuple[Candidate, Candidate, float]] = {}
+    found: list[tuple[Candidate, Candidate, float]] = []
     seen: set[tuple[int, int]] = set(skip)
     for title in titles:
-        for term in required_terms(title.terms, weights, threshold):
-            for other in index.get(term, ()):
+        mine, total = sets[title.id], totals[title.id]
+        for term in probes[title.id]:
+            for other in index[term]:
                 pair = (min(title.id, other.id), max(title.id, other.id))
                 if other.id == title.id or pair in seen:
                     continue
                 seen.add(pair)
-                value = score(title.terms, other.terms, weights)
+                # a score of threshold needs each title to weigh at least threshold of the other
+                if min(total, totals[other.id]) < threshold * max(total, totals[other.id]):
+                    continue
+                value = alike(weights.total(mine & sets[other.id]), total, totals[other.id])
                 if value >= threshold:
                     low, high = sorted((title, other), key=lambda c: c.number)
-                    found[pair] = (low, high, value)
-    return sorted(found.values(), key=lambda p: (-p[2], p[0].number, p[1].number))[:limit]
+                    found.append((low, high, value))
+    return sorted(found, key=lambda p: (-p[2], p[0].number, p[1].number))[:limit]
 
 
 # --- The database: counts, candidates, the index ---------------------------------------------
 
 
+class KeptCounts:
+    """The terms as common as a term gets (counted up to COUNT_CAP), remembered ``KEPT_SECONDS``
+    in this process, for speed only. Counting one reads COUNT_CAP index rows, and agents' titles
+    are made mostly of the space's common words; a term that common stays so for longer than a
+    few seconds, and a rarer one, read fresh each time, is cheap to count."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self.size = size
+        self.kept: OrderedDict[tuple[int, str], tuple[int, float]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def fresh(self, space_id: int, wanted: Iterable[str]) -> dict[str, int]:
+        """The wanted terms known to be that common, with their (capped) counts."""
+        now, found = time.monotonic(), {}
+        with self.lock:
+            for term in wanted:
+                kept = self.kept.get((space_id, term))
+                if kept is not None and now - kept[1] < KEPT_SECONDS:
+                    found[term] = kept[0]
+        return found
+
+    def common(self, space_id: int) -> list[str]:
+        """The space's terms known to be that common."""
+        now = time.monotonic()
+        with self.lock:
+            return [term for (space, term), (_, at) in self.kept.items()
+                    if space == space_id and now - at < KEPT_SECONDS and term != LIVE_TERM]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.kept.clear()
+
+    def keep(self, space_id: int, counts: Mapping[str, int]) -> None:
+        now = time.monotonic()
+        with self.lock:
+            for term, count in counts.items():
+                if count < COUNT_CAP:
+                    continue
+                self.kept[(space_id, term)] = (count, now)
+                self.kept.move_to_end((space_id, term))
+            while len(self.kept) > self.size:
+                self.kept.popitem(last=False)
+
+
+KEPT_SECONDS = 10.0
+KEPT = KeptCounts()
+
+
 def read_weights(space_id: int, title_terms: Iterable[str]) -> Weights:
-    """The weights of ``title_terms`` in the space, counted in its index: one statement."""
+    """The weights of ``title_terms`` in the space: counts kept from a moment ago, the others
+    counted in its index (one statement)."""
     from tasks.sql import term_counts_sql
 
-    counts, live = {}, 0
-    with connection.cursor() as cursor:
-        cursor.execute(term_counts_sql(COUNT_CAP), {"space": space_id, "terms": sorted(set(title_terms))})
-        for term, count in cursor.fetchall():
-            if term is None:
-                live = count
-            else:
-                counts[term] = count
+    wanted = {LIVE_TERM, *title_terms}
+    counts = KEPT.fresh(space_id, wanted)
+    missing = sorted(wanted - counts.keys())
+    if missing:
+        with connection.cursor() as cursor:
+            cursor.execute(term_counts_sql(COUNT_CAP), {"space": space_id, "terms": missing})
+            counted = dict(cursor.fetchall())
+        KEPT.keep(space_id, counted)
+        counts.update(counted)
+    live = counts.pop(LIVE_TERM)
     return Weights(counts, live)
 
 
 def similar_to(space, title: str, *, exclude: int | None = None) -> list[tuple[Candidate, float]]:
     """The live tasks of ``space`` whose titles are most like ``title`` (SPEC §16): best first,
-    at most MAX_SIMILAR, each at least the space's ``similar_threshold``. Two statements: the
-    title's term counts, then its candidates with the counts of their other terms."""
+    at most MAX_SIMILAR, each at least the space's ``similar_threshold``. At most two
+    statements: the title's term counts (those not kept from a moment ago), then its best
+    candidates (by the weight they share with it, which the statement sums from the weights
+    given) with the counts of their other terms (but the common ones kept)."""
     from tasks.sql import similar_candidates_sql
 
     title_terms = terms(title)
@@ -186,16 +276,24 @@ def similar_to(space, title: str, *, exclude: int | None = None) -> list[tuple[C
         return []
     threshold = space.similar_threshold
     weights = read_weights(space.pk, title_terms)
-    counts, candidates = dict(weights.counts), []
+    probe = probe_terms(title_terms, weights, threshold)
+    if not probe:
+        return []
+    common = [term for term in KEPT.common(space.pk) if term not in weights.counts]
+    counts, candidates, counted = {**weights.counts, **dict.fromkeys(common, COUNT_CAP)}, [], {}
     with connection.cursor() as cursor:
         cursor.execute(similar_candidates_sql(COUNT_CAP), {
-            "space": space.pk, "required": required_terms(title_terms, weights, threshold), "exclude": exclude,
-            "known": title_terms})
+            "space": space.pk, "terms": title_terms, "weights": [weights(t) for t in title_terms], "probe": probe,
+            "exclude": exclude, "keep": CANDIDATES_SCORED, "known": [*title_terms, *common],
+            # a title must share this much of this one's weight to reach the threshold
+            "bound": threshold * weights.total(title_terms) * (1 - 1e-9)})
         for *task, term, count in cursor.fetchall():
             if term is None:
                 candidates.append(Candidate(*task))
             else:
-                counts[term] = count
+                counted[term] = count
+    KEPT.keep(space.pk, counted)
+    counts.update(counted)
     return ranked(title_terms, candidates, Weights(counts, weights.live_titles), threshold)
 
 
@@ -208,14 +306,13 @@ def forget(task) -> None:
     """A task that stopped being live leaves the index (its own rows, so nobody waits)."""
     from tasks.models import TitleTerm
 
-    if task.title_terms:
-        TitleTerm.objects.filter(space_id=task.space_id, term__in=task.title_terms, task_id=task.pk).delete()
+    TitleTerm.objects.filter(space_id=task.space_id, term__in=[LIVE_TERM, *task.title_terms], task_id=task.pk).delete()
 
 
 def live_titles(space) -> list[Candidate]:
     from tasks.models import LIVE_STATUSES, Task
 
-    rows = (Task.objects.filter(space_id=space.pk, status__in=LIVE_STATUSES).exclude(title_terms=[])
+    rows = (Task.objects.filter(space_id=space.pk, status__in=LIVE_STATUSES)
             .values_list("id", "number", "title", "status", "title_terms"))
     return [Candidate(*row) for row in rows]
 
@@ -226,7 +323,7 @@ def likely_duplicates(space, *, limit: int = 50) -> list[tuple[Candidate, Candid
     the index counts them (each count capped at COUNT_CAP)."""
     from tasks.models import DistinctPair
 
-    titles = live_titles(space)
+    titles = live_titles(space)  # every live title counts in the weights; one without terms pairs with none
     counts: dict[str, int] = {}
     for title in titles:
         for term in title.terms:

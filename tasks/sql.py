@@ -20,9 +20,9 @@ from common.sql import Placeholder, insert_select, named_sql, written_fields
 from spaces.models import Member
 from spaces.sql import next_task_number_cte
 from tasks import wakeups
+from tasks.similarity import LIVE_TERM
 from tasks.filters import ready_queue
 from tasks.models import (
-    LIVE_STATUSES,
     Claim,
     ClaimOrigin,
     Dependency,
@@ -78,7 +78,8 @@ def create_task_sql() -> str:
         f"created AS ({insert_select(Task, task_values)} FROM numbered RETURNING id, number), "
         f"{occupied}, "
         f"event AS ({insert_select(TaskEvent, event_values)} FROM created), "
-        f"indexed AS ({insert_select(TitleTerm, term_values)} FROM created, unnest(%(terms)s::text[]) AS u(term)) "
+        f"indexed AS ({insert_select(TitleTerm, term_values)} FROM created, "
+        f"unnest(%(terms)s::text[] || ARRAY[{LIVE_TERM!r}]) AS u(term)) "
         f"SELECT id, number, CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s')} END FROM created"
     )
 
@@ -185,39 +186,41 @@ def reach_sql() -> str:
 
 # --- Similar tasks (tasks.similarity) -------------------------------------------------------
 
-SIMILAR_SPACE = Placeholder("space", -7_777_778)
-
-
 @cache
 def term_counts_sql(cap: int) -> str:
-    """How many live titles the space has, then how many have each term, each counted up to
-    ``cap`` (a term that common weighs as little as a weight gets): ``(term, count)`` rows, the
-    first with a NULL term. Params: space, terms."""
-    live = named_sql(Task.objects.filter(space_id=SIMILAR_SPACE.example, status__in=LIVE_STATUSES)
-                     .values("id")[:cap], SIMILAR_SPACE)
+    """How many live titles of the space have each term, counted up to ``cap`` (a term that
+    common weighs as little as a weight gets; LIVE_TERM's count is the live titles'): ``(term,
+    count)`` rows. Params: space, terms."""
     index, space, term = table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term")
-    return (f"SELECT NULL::text, (SELECT count(*) FROM ({live}) AS live) "
-            f"UNION ALL SELECT q.term, (SELECT count(*) FROM (SELECT 1 FROM {index} AS p "
-            f"WHERE p.{space} = %(space)s AND p.{term} = q.term LIMIT {cap}) AS c) "
-            "FROM unnest(%(terms)s::text[]) AS q(term)")
+    counted = (f"(SELECT count(*) FROM (SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s "
+               f"AND p.{term} = {{}} LIMIT {cap}) AS c)")
+    return f"SELECT q.term, {counted.format('q.term')} FROM unnest(%(terms)s::text[]) AS q(term)"
 
 
 @cache
 def similar_candidates_sql(cap: int) -> str:
-    """The tasks with a required term in the index (so live), but ``exclude``; then how many live
-    titles have each of their terms that ``known`` lacks, counted up to ``cap``. Rows ``(id,
-    number, title, status, terms, NULL, NULL)``, then ``(NULL, …, term, count)``. Params:
-    space, required, exclude, known."""
+    """A title's best candidates and what scoring them needs. The candidates: live tasks (the
+    index holds only those) with one of the title's probe terms, but ``exclude``, that share at
+    least ``bound`` of its weight (the title's terms come with their weights: ``terms``,
+    ``weights``), the ``keep`` sharing most; then how many live titles have each of their terms
+    not ``known``, counted up to ``cap``. Rows ``(id, number, title, status, terms, NULL,
+    NULL)``, then ``(NULL, …, term, count)``. Params: space, terms, weights, probe, exclude,
+    bound, keep, known."""
     index, space, term, task = (table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term"),
                                 column(TitleTerm, "task"))
-    tasks, task_id = table(Task), column(Task, "id")
+    tasks, task_id, terms = table(Task), column(Task, "id"), column(Task, "title_terms")
     shown = ", ".join(f"t.{column(Task, name)}" for name in ("id", "number", "title", "status", "title_terms"))
-    return (f"WITH candidate AS MATERIALIZED (SELECT {shown} FROM {tasks} AS t WHERE t.{task_id} IN "
-            f"(SELECT p.{task} FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = ANY(%(required)s::text[])) "
+    return (f"WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)), "
+            f"candidate AS MATERIALIZED (SELECT {shown}, (SELECT sum(q.w) FROM q WHERE q.term = ANY(t.{terms})) "
+            f"AS shared FROM {tasks} AS t WHERE t.{task_id} IN (SELECT p.{task} FROM {index} AS p "
+            f"WHERE p.{space} = %(space)s AND p.{term} = ANY(%(probe)s::text[])) "
             f"AND t.{task_id} IS DISTINCT FROM %(exclude)s), "
-            f"other AS (SELECT DISTINCT u.term FROM candidate, unnest(candidate.{column(Task, 'title_terms')}) AS u(term) "
+            "best AS MATERIALIZED (SELECT * FROM candidate WHERE shared >= %(bound)s "
+            f"ORDER BY shared DESC, {column(Task, 'number')} LIMIT %(keep)s), "
+            f"other AS (SELECT DISTINCT u.term FROM best, unnest(best.{terms}) AS u(term) "
             "WHERE u.term <> ALL(%(known)s::text[])) "
-            "SELECT *, NULL::text, NULL::bigint FROM candidate "
+            f"SELECT {', '.join(column(Task, n) for n in ('id', 'number', 'title', 'status', 'title_terms'))}, "
+            "NULL::text, NULL::bigint FROM best "
             "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, o.term, (SELECT count(*) FROM "
             f"(SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = o.term LIMIT {cap}) AS c) "
             "FROM other AS o")

@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from allocation.catalog_index import forget_all
+from tasks.similarity import KEPT
 from spaces import services
 from spaces.catalog import parse_catalog_row
 from spaces.models import Member, Space
@@ -30,10 +31,12 @@ def stop_work_listener(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def fresh_index_cache():
-    # Test databases reuse primary keys across tests; the cache is keyed by space id.
+    # Test databases reuse primary keys across tests; the caches are keyed by space id.
     forget_all()
+    KEPT.clear()
     yield
     forget_all()
+    KEPT.clear()
 
 
 @dataclass

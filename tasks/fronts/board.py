@@ -22,7 +22,7 @@ from allocation import services as allocation
 from spaces.models import Space
 from tasks import graph, lapses, similarity
 from tasks.filters import LABEL, blocked, ready_condition
-from tasks.models import Attempt, Claim, DistinctPair, Task, TaskEvent, TaskStatus
+from tasks.models import Attempt, Claim, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
 from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, space_summary
 
@@ -59,14 +59,13 @@ def filtered(tasks: QuerySet, *, label: str | None, member: int | None) -> Query
 
 def version(space: Space) -> str:
     """Changes when anything on the board may have: a history event, a duplicate prevented, a
-    claim entering the last fifth of its lease, a pair marked not a duplicate."""
+    claim entering the last fifth of its lease."""
     now = timezone.now()
     lapses.lapse_due(space_id=space.pk, now=now)  # a lapse nobody met yet: recorded, so shown ready
     latest = TaskEvent.objects.filter(space=space).aggregate(latest=Max("id"))["latest"] or 0
     duplicates = allocation.conflicts_since(space.pk, now - DUPLICATES_WINDOW)
     warned = lapses.lapsing(Claim.objects.filter(space=space), now).count()
-    distinct = DistinctPair.objects.filter(space=space).aggregate(latest=Max("id"))["latest"] or 0
-    return f"{latest}.{duplicates}.{warned}.{distinct}"
+    return f"{latest}.{duplicates}.{warned}"
 
 
 def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
@@ -129,9 +128,7 @@ def board_data(space: Space, *, since: int | None, numbers: list[int], label: st
         changed = (TaskEvent.objects.filter(space=space, id__gt=since, task__number__in=listed)
                    .values_list("task__number", flat=True).distinct())
         wanted = set(changed) | (set(numbers) & set(listed))
-    pairs = [similarity.pair_answer(p) for p in similarity.likely_duplicates(space, limit=DUPLICATE_PAIRS)]
-    return {"summary": space_summary(space), "columns": columns, "cards": cards(space, sorted(wanted)),
-            "duplicates": pairs}
+    return {"summary": space_summary(space), "columns": columns, "cards": cards(space, sorted(wanted))}
 
 
 def int_param(request: HttpRequest, name: str) -> int | None:
@@ -146,6 +143,7 @@ def board_page(request: HttpRequest, slug: str) -> HttpResponse:
     members = space.members.order_by("name").values_list("pk", "name")
     return render(request, "board/board.html", {
         "space": space, "columns": COLUMNS, "members": members, "data_url": reverse("board-data", args=[space.slug]),
+        "pairs_url": reverse("board-duplicates", args=[space.slug]),
         # the strip's Keep and Not a duplicate post to the admin's page for them, for those who may change tasks
         "duplicates_url": reverse("admin:tasks_task_duplicates", args=[space.pk]),
         "can_change": request.user.has_perm("tasks.change_task")})
@@ -167,5 +165,18 @@ def board_data_view(request: HttpRequest, slug: str) -> HttpResponse:
     data["version"] = int(etag.strip('"').split(".")[0])
     response = JsonResponse(data)
     response["ETag"] = etag
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+@staff_member_required
+@permission_required("tasks.view_task", raise_exception=True)
+def board_duplicates_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """The likely duplicates strip (SPEC §16), apart from the cards: finding the pairs reads every
+    live title of the space (0.3-0.4 s at 5,000 live tasks, docs/benchmarks.md), so the page
+    asks for them on load, after an action and every half minute, not at each card change."""
+    space = get_object_or_404(Space, slug=slug)
+    pairs = similarity.likely_duplicates(space, limit=DUPLICATE_PAIRS)
+    response = JsonResponse({"duplicates": [similarity.pair_answer(p) for p in pairs]})
     response["Cache-Control"] = "private, no-cache"
     return response

@@ -9,7 +9,8 @@ LIVE = ["open", "claimed", "assigned", "in_review"]
 
 
 def index_live_titles(apps, schema_editor):
-    """Terms and index rows for the tasks live now; ended tasks never need theirs."""
+    """Terms and index rows for the tasks live now (each with the empty term every live title
+    has: tasks.similarity.LIVE_TERM); ended tasks never need theirs."""
     from tasks.similarity import terms
 
     Task, TitleTerm = apps.get_model("tasks", "Task"), apps.get_model("tasks", "TitleTerm")
@@ -19,7 +20,7 @@ def index_live_titles(apps, schema_editor):
         rows = []
         for task in batch:
             task.title_terms = terms(task.title)
-            rows += [TitleTerm(space_id=task.space_id, term=term, task_id=task.id) for term in task.title_terms]
+            rows += [TitleTerm(space_id=task.space_id, term=term, task_id=task.id) for term in ["", *task.title_terms]]
         Task.objects.bulk_update(batch, ["title_terms"])
         TitleTerm.objects.bulk_create(rows)
         last = batch[-1].id

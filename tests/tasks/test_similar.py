@@ -100,7 +100,8 @@ def test_the_space_threshold_decides_what_is_similar(seeded, steward):
 
 
 def test_the_index_holds_live_titles_only(seeded, steward):
-    assert index_rows(1) == similarity.terms(WEBHOOK) == Task.objects.get(number=1).title_terms
+    assert Task.objects.get(number=1).title_terms == similarity.terms(WEBHOOK)
+    assert index_rows(1) == ["", *similarity.terms(WEBHOOK)]  # "": every live title has it
     assert steward.api.post("/v1/spaces/agent-lab/tasks/1/withdraw", {"reason": "not needed"}).status_code == 200
     assert index_rows(1) == []
     # an ended task is never similar
@@ -154,3 +155,18 @@ def test_the_similar_tasks_command_prints_the_pairs(seeded):
     assert out.getvalue().splitlines() == ["0 likely duplicate pairs in agent-lab (threshold 1)."]
     with pytest.raises(CommandError, match="No space 'nowhere'"):
         call_command("similar_tasks", "nowhere")
+
+
+def test_only_terms_as_common_as_a_term_gets_are_kept_between_reads():
+    kept = similarity.KeptCounts()
+    kept.keep(1, {"fix": similarity.COUNT_CAP, "webhook": 3, similarity.LIVE_TERM: similarity.COUNT_CAP})
+    assert kept.fresh(1, ["fix", "webhook", "nowhere", similarity.LIVE_TERM]) == {
+        "fix": similarity.COUNT_CAP, similarity.LIVE_TERM: similarity.COUNT_CAP}
+    assert kept.fresh(2, ["fix"]) == {} and kept.common(1) == ["fix"]
+
+
+def test_the_reference_explains_similar_tasks(anonymous):
+    section = anonymous.get("/v1/reference?section=similar").json()["similar"]
+    assert section["settings"]["similar_threshold"]["default"] == similarity.DEFAULT_THRESHOLD
+    assert [r["code"] for r in section["refusals"]] == ["similar_task_exists"]
+    assert any("never refuses a create by default" in line for line in section["never"])

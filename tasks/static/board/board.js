@@ -4,6 +4,7 @@
 (function () {
   "use strict";
   const POLL_MS = 2000;
+  const PAIRS_MS = 30000; // the likely duplicates strip: finding pairs reads every live title
   const COLUMNS = ["ready", "blocked", "claimed", "in_review", "done"];
   const board = document.getElementById("board");
   const dataUrl = board.dataset.url;
@@ -126,9 +127,18 @@
     });
   }
 
+  async function pollPairs() {
+    const url = document.getElementById("duplicates").dataset.pairs;
+    try {
+      const response = await fetch(url, {headers: {"Accept": "application/json"}, credentials: "same-origin",
+                                         cache: "no-store"});
+      if (response.ok) setDuplicates((await response.json()).duplicates);
+    } catch (error) { /* the cards' state line says when the server is away */ }
+    setTimeout(pollPairs, PAIRS_MS);
+  }
+
   function apply(data) {
     setFigures(data.summary);
-    setDuplicates(data.duplicates);
     Object.entries(data.cards).forEach(function ([number, card]) {
       let node = cards.get(Number(number));
       if (!node) {
@@ -203,4 +213,5 @@
   document.getElementById("filter-member").addEventListener("change", refilter);
   document.getElementById("filters").addEventListener("submit", function (event) { event.preventDefault(); refilter(); });
   tick();
+  pollPairs();
 })();
