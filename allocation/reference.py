@@ -26,7 +26,9 @@ def allocation_section() -> dict:
             "task_delivery_modes": list(TASK_DELIVERY_MODES),
             "slot_target": "task:<space>:slot:<work_item_id>",
             "title_target": "task:<space>:<normalized title> (NFC, trimmed, white space collapsed, case folded)",
-            "note_target": "note:<space>:task:<n>:criterion:<c|none>:principal:<member>:body:<sha256(body)[:16]>",
+            "note_target": "note:<space>:task:<n>:criterion:<c|none>:principal:<member>:"
+                           "body:<sha256(normalize_note_body(body))[:16]>",
+            "normalize_note_body": "NFC, trim, collapse each run of white space to one space; case kept",
         },
         "binding": {
             "explicit": "work_item_id T + digits (t01 reads as T1) must be a catalog row, else 422 "
