@@ -168,6 +168,16 @@ class DistinctPair(models.Model):
         return f"#{self.first.number} and #{self.second.number} are distinct"
 
 
+class SpaceLabel(models.Model):
+    """Every label a task of the space has carried (the admin's and the board's label filters):
+    written by the statements that give a task its labels, never removed, so a filter reads this
+    short list instead of unnesting every task's labels."""
+
+    pk = models.CompositePrimaryKey("space", "label")
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    label = models.CharField(max_length=40)
+
+
 class SlotDoneCount(models.Model):
     """How many tasks bound to a catalog slot are done (SPEC §14's per-slot counts), kept by the
     transaction that makes each one done: done is final, and counting them at read time would

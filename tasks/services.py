@@ -26,7 +26,7 @@ from tasks import graph, similarity, wakeups
 from tasks.errors import SimilarTaskExists
 from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskStatus
 from tasks.selectors import get_task
-from tasks.sql import create_task_sql, task_winner_sql
+from tasks.sql import create_task_sql, remember_labels_sql, task_winner_sql
 
 
 @dataclass
@@ -316,5 +316,7 @@ def update_task(*, task: Task, actor: Member, priority: int | None = None, label
             task.updated_at = timezone.now()
             task.save(update_fields=[*changed, "updated_at"])
             if "labels" in changed:
+                with connection.cursor() as cursor:
+                    cursor.execute(remember_labels_sql(), {"space": task.space_id, "labels": labels})
                 wakeups.work_ready(task.space_id)  # now for agents waiting on these labels (SPEC §15)
     return task

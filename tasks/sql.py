@@ -28,6 +28,7 @@ from tasks.models import (
     Dependency,
     EventKind,
     SlotDoneCount,
+    SpaceLabel,
     Task,
     TaskEvent,
     TaskStatus,
@@ -69,6 +70,7 @@ def create_task_sql() -> str:
         "title_terms": "%(terms)s::text[]",
     }
     term_values = {"space": "%(space)s", "term": "u.term", "task": "created.id"}
+    label_values = {"space": "%(space)s", "label": "l.label"}
     event_values = {"space": "%(space)s", "task": "created.id", "kind": f"'{EventKind.CREATED.value}'",
                     "actor": "%(creator)s", "details": "%(details)s::jsonb", "created_at": "%(now)s"}
 
@@ -79,7 +81,9 @@ def create_task_sql() -> str:
         f"{occupied}, "
         f"event AS ({insert_select(TaskEvent, event_values)} FROM created), "
         f"indexed AS ({insert_select(TitleTerm, term_values)} FROM created, "
-        f"unnest(%(terms)s::text[] || ARRAY[{LIVE_TERM!r}]) AS u(term)) "
+        f"unnest(%(terms)s::text[] || ARRAY[{LIVE_TERM!r}]) AS u(term)), "
+        f"labelled AS ({insert_select(SpaceLabel, label_values)} FROM created, "
+        "unnest(%(labels)s::varchar[]) AS l(label) ON CONFLICT DO NOTHING) "
         f"SELECT id, number, CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s')} END FROM created"
     )
 
@@ -224,6 +228,13 @@ def similar_candidates_sql(cap: int) -> str:
             "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, o.term, (SELECT count(*) FROM "
             f"(SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = o.term LIMIT {cap}) AS c) "
             "FROM other AS o")
+
+
+@cache
+def remember_labels_sql() -> str:
+    """The space's label list gains these labels (tasks.services.update_task). Params: space, labels."""
+    return (f"{insert_select(SpaceLabel, {'space': '%(space)s', 'label': 'l.label'})} "
+            "FROM unnest(%(labels)s::varchar[]) AS l(label) ON CONFLICT DO NOTHING")
 
 
 # --- Counters (tasks.lifecycle) -----------------------------------------------------------
