@@ -16,3 +16,11 @@ class ExportNotCompleted(DomainError):
     http_status = 409
     title = "Export not completed"
     meaning = "The export has not completed under the tuple it was reserved with; poll it and share once completed."
+
+
+class ExportQueueFull(DomainError):
+    code = "export_queue_full"
+    http_status = 429
+    title = "Too many exports"
+    meaning = ("The space already has max_queued_exports exports waiting or running: retry after `retry_after_ms`, "
+               "once one has completed or failed.")

@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -46,11 +46,29 @@ from tasks.models import Attempt, Check, Claim, Note, Task, TaskEvent
 logger = logging.getLogger("spaces.exports")
 
 
+# First key of the export queue's advisory lock (tasks uses 13 and 14); the second is the space's id.
+QUEUE_LOCK_CLASS = 15
+QUEUE_RETRY_AFTER_MS = 5000
+
+
 def request_export(*, space: Space, actor: Member, api_key: ApiKey | None) -> Export:
+    """A new export, unless the space has ``max_queued_exports`` waiting or running: then 429.
+    The count and the insert happen under the space's export-queue lock, so racing requests
+    never queue one more than the limit."""
     key = f"export:{uuid.uuid4()}"
     generation = api_key.generation if api_key is not None else 1
     fingerprint = hashlib.sha256(f"export\n{space.slug}\n{actor.pk}\n{key}".encode()).hexdigest()
     with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, (%s %% 2147483647)::int)", [QUEUE_LOCK_CLASS, space.pk])
+        queued = Export.objects.filter(space=space, operation__state__in=[OperationState.UNKNOWN,
+                                                                          OperationState.IN_PROGRESS]).count()
+        limit = Space.objects.values_list("max_queued_exports", flat=True).get(pk=space.pk)
+        if queued >= limit:
+            raise errors.ExportQueueFull(
+                f"The space has {queued} exports waiting or running (at most {limit}): retry once one has "
+                "completed or failed.", retry_after_ms=QUEUE_RETRY_AFTER_MS,
+                headers={"Retry-After": str(QUEUE_RETRY_AFTER_MS // 1000)})
         operation = open_operation(space=space, member=actor, key=key, fingerprint=fingerprint,
                                    binding_generation=generation, method="EXPORT",
                                    path=f"/v1/spaces/{space.slug}/exports")

@@ -17,6 +17,8 @@ class Space(models.Model):
     allocation_window_seconds = models.PositiveIntegerField(default=15)
     max_claims_per_task = models.PositiveSmallIntegerField(default=3)
     max_attempts_per_cycle = models.PositiveSmallIntegerField(default=5)
+    # SPEC §3 Abuse, §7.3: exports of the space waiting or running at once; past it, 429.
+    max_queued_exports = models.PositiveSmallIntegerField(default=3)
     # SPEC §16: how alike two titles must be (0.05-1) to be shown as similar tasks; the default
     # is tuned in tasks.similarity.
     similar_threshold = models.FloatField(default=0.45)
@@ -38,6 +40,8 @@ class Space(models.Model):
                 condition=Q(claim_lease_seconds__isnull=True) | Q(claim_lease_seconds__gte=10, claim_lease_seconds__lte=3600),
                 name="space_claim_lease_10_3600",
             ),
+            models.CheckConstraint(condition=Q(max_queued_exports__gte=1, max_queued_exports__lte=20),
+                                   name="space_max_queued_exports_1_20"),
             models.CheckConstraint(condition=Q(similar_threshold__gte=0.05, similar_threshold__lte=1),
                                    name="space_similar_threshold_5_100"),
             models.CheckConstraint(condition=Q(confirmations_required__gte=0), name="space_confirmations_gte_0"),

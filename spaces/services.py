@@ -150,6 +150,7 @@ SPACE_SETTINGS = (
     "max_attempts_per_cycle",
     "requests_per_minute",
     "similar_threshold",
+    "max_queued_exports",
 )
 
 

@@ -87,6 +87,7 @@ class SpaceSerializer(serializers.ModelSerializer):
             "max_attempts_per_cycle",
             "requests_per_minute",
             "similar_threshold",
+            "max_queued_exports",
             "created_at",
         ]
         read_only_fields = ["slug", "created_at"]
@@ -102,6 +103,7 @@ class SpaceUpdateSerializer(StrictInputSerializer):
     max_attempts_per_cycle = serializers.IntegerField(min_value=1, max_value=5, required=False)
     requests_per_minute = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
     similar_threshold = serializers.FloatField(min_value=0.05, max_value=1.0, required=False)
+    max_queued_exports = serializers.IntegerField(min_value=1, max_value=20, required=False)
 
 
 class KeySerializer(serializers.ModelSerializer):

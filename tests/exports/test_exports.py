@@ -297,3 +297,38 @@ def wait_for(condition, what: str, seconds: float = 30) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"{what} did not complete"
         time.sleep(0.1)
+
+
+def test_a_space_queues_at_most_max_queued_exports_even_when_requests_race(steward, space):
+    """Eight stewards' requests at once: three exports are queued (the default), five answered 429."""
+    from django.db import connection as thread_connection
+
+    statuses: list[int] = []
+    retry: list[str] = []
+    codes: list[dict] = []
+    start = threading.Barrier(8)
+
+    def ask() -> None:
+        try:
+            start.wait()
+            response = ApiClient(steward.key).post(f"{S}/exports")
+            statuses.append(response.status_code)
+            if response.status_code == 429:
+                retry.append(response["Retry-After"])
+                codes.append(response.json())
+        finally:
+            thread_connection.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [202] * 3 + [429] * 5 and set(retry) == {"5"}, codes
+    assert {body["error"] for body in codes} == {"export_queue_full"}
+    assert Export.objects.filter(space=space).count() == 3
+    drain_exports()  # the queue empties as exports complete
+    assert steward.api.post(f"{S}/exports").status_code == 202
+    assert steward.api.patch(S, {"max_queued_exports": 1}).status_code == 200
+    assert steward.api.post(f"{S}/exports").status_code == 429
+    assert steward.api.patch(S, {"max_queued_exports": 0}).status_code == 422
