@@ -63,25 +63,40 @@ class AdminContentSecurityPolicyMiddleware:
         return response
 
 
+# A flood from one address against many names is stopped too, at this many times the per-name limit.
+ADDRESS_FACTOR = 10
+
+
+def login_subjects(request, username: str) -> list[tuple[str, str, int]]:
+    """What a failed admin login counts against: the address with the user name (so a flood
+    against one name neither locks another person out at the same address nor the right
+    password from elsewhere), and the address alone at ADDRESS_FACTOR times the limit."""
+    address, limit = throttles.client_address(request), settings.SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE
+    return [("admin_login", f"{address} {username.strip().casefold()}"[:128], limit),
+            ("login_address", address, limit * ADDRESS_FACTOR)]
+
+
 class AdminLoginThrottleMiddleware:
-    """Failed admin logins are counted per client address (``spaces.throttles``, through the
-    ``user_login_failed`` signal); past the limit a login attempt is refused before it is checked."""
+    """Failed admin logins are counted per client address and user name (``spaces.throttles``,
+    through the ``user_login_failed`` signal); past a limit a login attempt is refused before it
+    is checked."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
         if request.method == "POST" and request.path_info == "/admin/login/":
-            if throttles.over("admin_login", throttles.client_address(request),
-                              settings.SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE):
-                response = HttpResponse("Too many failed logins from your address; try again in a minute.",
-                                        status=429, content_type="text/plain")
+            username = request.POST.get("username", "")
+            if any(throttles.over(scope, subject, limit) for scope, subject, limit in login_subjects(request, username)):
+                response = HttpResponse("Too many failed logins for this name from your address; try again in a "
+                                        "minute.", status=429, content_type="text/plain")
                 response["Retry-After"] = "60"
                 return response
         return self.get_response(request)
 
 
 def count_failed_login(sender, credentials, request=None, **kwargs) -> None:
-    """``user_login_failed``: one more failed login for the address (the admin's login form)."""
+    """``user_login_failed``: one more failed login for the address and name (the admin's login form)."""
     if request is not None:
-        throttles.hit("admin_login", throttles.client_address(request), settings.SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE)
+        for scope, subject, limit in login_subjects(request, str(credentials.get("username", ""))):
+            throttles.hit(scope, subject, limit)

@@ -5,7 +5,8 @@
   Requests that authenticate pay nothing for it.
 - A space may cap each key's requests per minute (``Space.requests_per_minute``, off by
   default); when on, one statement a request counts and decides.
-- Failed admin logins are counted per client address (``SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE``).
+- Failed admin logins are counted per client address and user name
+  (``SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE``), and per address at ten times that.
 
 A client's address is the peer's, or, when the peer is one of ``SPACES_TRUSTED_PROXIES``, the
 nearest address in ``X-Forwarded-For`` that is not a trusted proxy.

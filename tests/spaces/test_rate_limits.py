@@ -52,11 +52,25 @@ def test_the_address_is_the_peers_unless_a_trusted_proxy_forwards_it(rf):
 
 
 @override_settings(SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE=2)
-def test_failed_admin_logins_are_throttled(transactional_db):
-    client = Client()
-    codes = [client.post("/admin/login/", {"username": "ada", "password": f"wrong{i}"}).status_code
-             for i in range(4)]
+def test_failed_admin_logins_are_throttled_per_address_and_name(transactional_db):
+    from django.contrib.auth.models import User
+
+    User.objects.create_superuser("bob", "bob@example.com", "right")
+    User.objects.create_superuser("ada", "ada@example.com", "right")
+    here, there = Client(REMOTE_ADDR="10.1.1.1"), Client(REMOTE_ADDR="10.2.2.2")
+    codes = [here.post("/admin/login/", {"username": "ada", "password": f"wrong{i}"}).status_code for i in range(4)]
     assert codes[:2] == [200, 200] and codes[2:] == [429, 429]
+    assert here.post("/admin/login/", {"username": "ADA ", "password": "right"}).status_code == 429  # the same name
+    # another person at the same address, and the right password from elsewhere, still log in
+    assert here.post("/admin/login/", {"username": "bob", "password": "right"}).status_code == 302
+    assert there.post("/admin/login/", {"username": "ada", "password": "right"}).status_code == 302
+
+
+@override_settings(SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE=1)
+def test_a_flood_of_names_from_one_address_is_stopped_too(transactional_db):
+    client = Client(REMOTE_ADDR="10.3.3.3")
+    codes = [client.post("/admin/login/", {"username": f"user{i}", "password": "x"}).status_code for i in range(12)]
+    assert codes[:10] == [200] * 10 and codes[10:] == [429, 429]
 
 
 def test_sweep_forgets_minutes_past(transactional_db):
