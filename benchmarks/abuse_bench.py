@@ -76,7 +76,7 @@ def main() -> None:
     member = services.add_member(space=space, role="writer", name="victim")
     key = services.issue_key(member=member)[1]
     in_unit(create_task, space=space, actor=member, title="the task the victim reads")
-    bad_keys = [f"sk_bad{i:06d}_{'0' * 32}" for i in range(16)]
+    bad_keys = [f"sk_bad{i:09d}_{'0' * 32}" for i in range(16)]  # key-shaped: each is looked up once a minute
     with gunicorn(url, workers=WORKERS) as base:
         port = int(base.rsplit(":", 1)[1])
         victim(port, key, 1)  # warm up

@@ -1,12 +1,14 @@
 """``Authorization: Bearer <key>`` authentication for the API (SPEC §2)."""
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from rest_framework import authentication, exceptions
 
 from spaces import throttles
 from spaces.models import ApiKey
-from spaces.services import authenticate_key
+from spaces.services import authenticate_key, split_key
 
 
 def bearer_token(header: str) -> str | None:
@@ -24,8 +26,16 @@ def request_api_key(request) -> ApiKey | None:
     """
     if not hasattr(request, "spaces_api_key"):
         token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
-        request.spaces_api_key = authenticate_key(token) if token else None
+        if not token or throttles.VERDICTS.seconds_left("bad_token", refused_token(request, token)) is not None:
+            request.spaces_api_key = None  # refused this minute already: no lookup
+        else:
+            request.spaces_api_key = authenticate_key(token)
     return request.spaces_api_key
+
+
+def refused_token(request, token: str) -> str:
+    """How a refused token is remembered: by address and a digest (the token itself is not kept)."""
+    return f"{throttles.client_address(request)} {hashlib.sha256(token.encode()).hexdigest()[:32]}"
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -36,6 +46,12 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None
         key = request_api_key(request._request)  # may have been looked up already this request
         if key is None:
+            token = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) or ""
+            if split_key(token) is None:  # malformed: it named no key, and cost no statement
+                raise exceptions.AuthenticationFailed("This is not an API key (sk_<prefix>_<secret>).")
+            # A key that failed fails for the rest of the minute too (its secret does not change):
+            # asked again from this address, it is refused without a lookup.
+            throttles.VERDICTS.remember("bad_token", refused_token(request._request, token), throttles.seconds_to_minute_end())
             refused = throttles.hit("bad_key", throttles.client_address(request._request),
                                     settings.SPACES_BAD_KEY_LIMIT_PER_MINUTE)
             if refused is not None:

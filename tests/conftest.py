@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from allocation.catalog_index import forget_all
+from spaces.throttles import VERDICTS
 from tasks.similarity import KEPT
 from spaces import services
 from spaces.catalog import parse_catalog_row
@@ -34,9 +35,11 @@ def fresh_index_cache():
     # Test databases reuse primary keys across tests; the caches are keyed by space id.
     forget_all()
     KEPT.clear()
+    VERDICTS.clear()
     yield
     forget_all()
     KEPT.clear()
+    VERDICTS.clear()
 
 
 @dataclass

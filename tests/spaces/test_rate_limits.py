@@ -35,6 +35,29 @@ def test_bad_keys_from_one_address_are_throttled_and_good_keys_are_not(writer):
     assert not RateCounter.objects.filter(scope="key").exists()  # and counted nowhere
 
 
+@override_settings(SPACES_BAD_KEY_LIMIT_PER_MINUTE=3)
+def test_a_refused_bad_key_costs_no_statement_once_its_address_is_over(writer):
+    """Within a minute the shared count only grows: a process that saw an address over its limit
+    refuses it again without counting, a key refused this minute is refused again without its
+    lookup, and a malformed key never costs a statement. A valid key from the same address is
+    still looked up, and served."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    bad = ApiClient("sk_nothere00000_" + "0" * 32)
+    for _ in range(4):
+        bad.get(S)
+    with CaptureQueriesContext(connection) as queries:
+        assert bad.get(S).status_code == 429  # refused before: no lookup, no count
+        malformed = ApiClient("not-a-key").get(S)
+    assert malformed.status_code == 401 and "not an API key" in malformed.json()["detail"]
+    assert len(queries) == 0, [q["sql"][:60] for q in queries]
+    with CaptureQueriesContext(connection) as queries:  # a new key from there: its lookup only
+        assert ApiClient("sk_another00000_" + "1" * 32).get(S).status_code == 429
+    assert len(queries) == 1 and "prefix" in queries[0]["sql"], [q["sql"][:60] for q in queries]
+    assert writer.api.get(S).status_code == 200  # a valid key from the same address is still served
+
+
 def test_a_space_may_cap_each_keys_requests_per_minute(writer, writer2, steward):
     assert steward.api.patch(S, {"requests_per_minute": 5}).json()["requests_per_minute"] == 5
     codes = [writer.api.get(S).status_code for _ in range(7)]
