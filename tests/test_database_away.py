@@ -11,7 +11,7 @@ NOWHERE = "postgres://postgres@127.0.0.1:9/spaces"  # nothing listens on the dis
 
 
 def test_every_kind_of_route_answers_503_with_retry_after_while_the_database_is_away():
-    key = {"Authorization": "Bearer sk_abcdefgh_0123456789abcdef0123456789abcdef"}
+    key = {"Authorization": "Bearer sk_abcdefghijkl_0123456789abcdef0123456789abcdef"}  # key-shaped: looked up
     requests = [
         ("GET", f"{S}", {}, None),
         ("GET", f"{S}/tasks?ready=true", {}, None),
@@ -28,3 +28,6 @@ def test_every_kind_of_route_answers_503_with_retry_after_while_the_database_is_
             assert response.headers["Retry-After"] == "2"
             assert response.headers["Content-Type"] == "application/problem+json"
             assert response.json()["error"] == "service_unavailable"
+        # a malformed key names no key: it is refused without the database
+        malformed = httpx.get(base + S, headers={"Authorization": "Bearer sk_short_0123"}, timeout=30)
+        assert malformed.status_code == 401
