@@ -14,6 +14,7 @@ tests/tasks/test_similar_quality.py holds the goal through the database.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -21,6 +22,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings.base")
+# The rule reads a space setting's default from the models; nothing here serves or connects.
+os.environ.setdefault("DJANGO_DEBUG", "1")
+os.environ.setdefault("DATABASE_URL", "postgres://unused@127.0.0.1:1/unused")
+import django  # noqa: E402
+
+django.setup()
 from tasks import similarity  # noqa: E402
 
 DEFAULT = ROOT / "tests" / "fixtures" / "similar-pairs.json"

@@ -35,9 +35,11 @@ import snowballstemmer
 from django.db import connection
 
 from allocation.binding import tokens
+from spaces.models import Space
 
 # Tuned on tests/fixtures/similar-pairs.json (docs/benchmarks.md, "Similar tasks").
-DEFAULT_THRESHOLD = 0.45  # spaces.models.Space.similar_threshold's default
+# The space setting's default is the one value (spaces.models.Space.similar_threshold).
+DEFAULT_THRESHOLD: float = Space._meta.get_field("similar_threshold").default
 BOTH_SIDES_PENALTY = 3
 MAX_SIMILAR = 5
 # A title's candidates scored in full: those sharing the most of its weight. (The best five by
