@@ -4,7 +4,8 @@ from django.views.decorators.cache import cache_page
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from tasks.fronts.board import board_data_view, board_duplicates_view, board_page
+from tasks.fronts.board import board_data_view, board_duplicates_view, board_page, board_task_view
+from tasks.fronts.board_actions import board_action_view
 from tasks.fronts.mcp import MCPEndpoint
 
 # The admin reads as this product, not as Django's.
@@ -19,6 +20,8 @@ urlpatterns = [
     path("board/<slug:slug>/", board_page, name="board"),
     path("board/<slug:slug>/data", board_data_view, name="board-data"),
     path("board/<slug:slug>/duplicates", board_duplicates_view, name="board-duplicates"),
+    path("board/<slug:slug>/tasks/<int:number>", board_task_view, name="board-task"),
+    path("board/<slug:slug>/tasks/<int:number>/<slug:action>", board_action_view, name="board-action"),
     # MCP for agents, authenticated with the member's API key like the REST routes.
     path("mcp", MCPEndpoint.as_view(), name="mcp"),
     # The schema is the same for every request of a deployment: built once per process an hour.

@@ -282,6 +282,14 @@ def hold_body(hold) -> dict:
             "created_at": iso(hold.created_at)}
 
 
+def hold_of_task(task: Task) -> dict:
+    """``hold_slot``'s input holding the slot task ``task`` is bound to (the admin's and the
+    board's *Hold slot*); a task bound to no slot has none to hold."""
+    if not task.work_item_id:
+        raise allocation.errors.InvalidWorkItemId(f"Task {task.number} is not bound to a catalog slot.")
+    return {"work_item_id": task.work_item_id, "reason": f"held from task {task.number}"}
+
+
 @command("hold_slot", Role.STEWARD, input=HoldSerializer)
 def hold_slot(member: Member, *, unit: UnitOfWork, work_item_id: str, reason: str) -> Reply:
     hold = stewardship.hold_slot(space=member.space, actor=member, work_item_id=work_item_id, reason=reason)

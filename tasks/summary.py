@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db.models import Count, Q
+from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from allocation import services as allocation
@@ -57,6 +58,25 @@ def slot_counts(space: Space) -> list[dict[str, Any]]:
     for slot, done in SlotDoneCount.objects.filter(space=space).values_list("work_item_id", "done"):
         slots.setdefault(slot, {"work_item_id": slot, "live": 0, "done": 0})["done"] = done
     return sorted(slots.values(), key=lambda s: (len(s["work_item_id"]), s["work_item_id"]))
+
+
+HOURS = int(RECENT_DONE.total_seconds() // 3600)  # the throughput chart: one bar per hour
+
+
+def done_per_hour(space: Space, now) -> dict[str, Any]:
+    """Tasks done per hour over the last 7 days, oldest hour first, the current one last: from
+    the index of done tasks by time (``task_done_by_time``), so it reads the week's done work,
+    never the rest."""
+    last = now.replace(minute=0, second=0, microsecond=0)
+    first = last - timedelta(hours=HOURS - 1)
+    rows = (Task.objects.filter(space=space, status=TaskStatus.DONE, updated_at__gte=first).order_by()
+            .annotate(hour=TruncHour("updated_at")).values("hour").annotate(n=Count("pk")).values_list("hour", "n"))
+    counts = [0] * HOURS
+    for hour, n in rows:
+        index = int((hour - first).total_seconds() // 3600)
+        if 0 <= index < HOURS:
+            counts[index] += n
+    return {"first_hour": first, "done": counts}
 
 
 def space_summary(space: Space) -> dict[str, Any]:

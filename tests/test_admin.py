@@ -257,7 +257,7 @@ def test_history_reads_in_words_with_members_by_name_and_each_time_once(admin_cl
     writer.api.post("/v1/spaces/agent-lab/next")
     html = admin_client.get(f"/admin/tasks/task/{task.pk}/change/").content.decode()
     history = html[html.index("history"):]
-    assert "member writer" in history and '"member":' not in history  # a name, not an id in JSON
+    assert "claimed it" in history and '"member":' not in history  # in words, not JSON with ids
     assert " UTC</p>" not in history  # the row's own time is not repeated in its heading
 
 

@@ -126,18 +126,165 @@ def test_likely_duplicates_are_listed_and_acted_on_from_the_board(space, steward
     assert logged_in("clerk", perms=()).get(PAIRS).status_code == 403
     pairs = viewer.get(PAIRS).json()["duplicates"]
     assert [[t["id"] for t in p["tasks"]] for p in pairs] == [[1, 2]]
-    page = viewer.get(BOARD).content.decode()
-    assert 'id="csrf"' not in page  # no change_task: no controls
-
     lead = logged_in("lead", perms=("view_task", "change_task"))
-    page = lead.get(BOARD).content.decode()
-    assert 'id="csrf"' in page and f'data-url="/admin/tasks/task/duplicates/{space.pk}/"' in page
-    assert f'data-pairs="{PAIRS}"' in page
-    done = lead.post(f"/admin/tasks/task/duplicates/{space.pk}/", {"first": 1, "second": 2, "distinct": 1,
-                                                                    "next": BOARD})
-    assert done.status_code == 302 and done["Location"] == BOARD
+    assert f'data-pairs="{PAIRS}"' in lead.get(BOARD).content.decode()
+    assert lead.post(f"{TASKS}1/not-duplicate", {"task": 2}, content_type="application/json").status_code == 200
     assert viewer.get(PAIRS).json()["duplicates"] == []
-    # somewhere else is not where the board sends you back to
-    away = lead.post(f"/admin/tasks/task/duplicates/{space.pk}/", {"first": 1, "second": 3, "distinct": 1,
-                                                                    "next": "https://example.com/"})
-    assert away["Location"] == f"/admin/tasks/task/duplicates/{space.pk}/"
+
+
+TASKS = "/board/agent-lab/tasks/"
+
+
+def act(client: Client, number: int, action: str, body: dict | None = None):
+    return client.post(f"{TASKS}{number}/{action}", body or {}, content_type="application/json")
+
+
+def test_a_steward_acts_from_the_board_through_the_api_commands(space, steward, writer, reader):
+    """Priority, labels, assign, supersede, withdraw, reject and hold from the board: each the
+    API's command under the person's steward member, recorded in history under their name, its
+    refusals the API's, in words."""
+    from tasks.models import Task, TaskEvent
+
+    keep = create_task(space=space, actor=steward.member, title="Retry policy", work_item_id="T1")
+    dup = create_task(space=space, actor=steward.member, title="retry policy, again")
+    other = create_task(space=space, actor=steward.member, title="Token spend dashboard")
+    last = create_task(space=space, actor=steward.member, title="Onboarding guide")
+    lead = logged_in("lead", perms=("view_task", "change_task", "add_slothold"))
+
+    changed = act(lead, keep.number, "update", {"priority": 0})
+    assert changed.status_code == 200 and changed.json()["card"]["priority"] == 0
+    event = TaskEvent.objects.filter(task=keep, kind="priority_changed").get()
+    assert event.actor.name == "admin:lead" and event.details == {"before": 2, "after": 0}
+    assert act(lead, keep.number, "update", {"labels": ["API", "db"]}).json()["card"]["labels"] == ["api", "db"]
+    bad = act(lead, keep.number, "update", {"priority": 9})
+    assert bad.status_code == 422 and "priority" in bad.json()["fields"]
+    unknown = act(lead, keep.number, "update", {"prio": 1})
+    assert unknown.status_code == 422 and "prio" in unknown.json()["fields"]  # strict input, as the API
+
+    to_reader = act(lead, other.number, "assign", {"member": reader.member.pk})
+    assert to_reader.status_code == 422  # a reader cannot attempt work (SPEC §5.2)
+    assigned = act(lead, other.number, "assign", {"member": writer.member.pk})
+    assert assigned.status_code == 200 and assigned.json()["card"]["holders"] == ["writer"]
+
+    nowhere = act(lead, dup.number, "supersede", {"surviving_task": 999})
+    assert nowhere.status_code == 422 and nowhere.json()["error"] == "survivor_invalid"
+    assert "999" in nowhere.json()["detail"]
+    superseded = act(lead, dup.number, "supersede", {"surviving_task": keep.number})
+    assert superseded.status_code == 200 and superseded.json()["card"]["status"] == "superseded"
+    again = act(lead, dup.number, "withdraw")
+    assert again.status_code == 409 and again.json()["detail"]  # closed already: the API's refusal, in words
+
+    assert act(lead, keep.number, "hold").status_code == 200
+    assert act(lead, last.number, "hold").status_code == 422  # bound to no slot: nothing to hold
+    assert act(lead, last.number, "reject").json()["card"]["status"] == "rejected"
+    assert act(lead, other.number, "withdraw").json()["card"]["status"] == "withdrawn"
+    assert act(lead, keep.number, "explode").status_code == 404
+    assert act(lead, 999, "withdraw").status_code == 404
+    malformed = lead.post(f"{TASKS}{keep.number}/update", "[1", content_type="application/json")
+    assert malformed.status_code == 400
+    twice = lead.post(f"{TASKS}{keep.number}/update", '{"priority": 1, "priority": 2}',
+                      content_type="application/json")
+    assert twice.status_code == 400 and twice.json()["error"] == "malformed_json"
+    assert lead.get(f"{TASKS}{keep.number}/update").status_code == 405
+    kinds = set(TaskEvent.objects.filter(actor__name="admin:lead").values_list("kind", flat=True))
+    assert kinds >= {"priority_changed", "labels_changed", "assigned", "superseded", "held", "rejected", "withdrawn"}
+    assert Task.objects.get(pk=dup.pk).superseded_by_id == keep.pk
+
+
+def test_without_the_permission_there_is_no_control_and_a_forged_post_is_refused(space, steward):
+    import json
+    import re
+
+    from tasks.models import Task
+
+    task = create_task(space=space, actor=steward.member, title="Retry policy")
+    viewer = logged_in("viewer")
+    page = viewer.get(BOARD).content.decode()
+    controls = json.loads(re.search(r'id="board-controls" type="application/json">(.*?)</script>', page).group(1))
+    assert not any(controls.values()) and 'id="csrf"' not in page
+    assert act(viewer, task.number, "update", {"priority": 0}).status_code == 403
+    assert act(viewer, task.number, "withdraw").status_code == 403
+
+    User.objects.create_user("lead", password="pw", is_staff=True).user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_task", "change_task"]))
+    careful = Client(enforce_csrf_checks=True)
+    careful.login(username="lead", password="pw")
+    page = careful.get(BOARD).content.decode()
+    controls = json.loads(re.search(r'id="board-controls" type="application/json">(.*?)</script>', page).group(1))
+    assert controls["update"] and controls["withdraw"] and not controls["hold"]  # no add_slothold
+    forged = careful.post(f"{TASKS}{task.number}/withdraw", {}, content_type="application/json")
+    assert forged.status_code == 403  # no CSRF token: another site's page cannot act as the steward
+    assert Task.objects.get(pk=task.pk).status == "open"
+    token = re.search(r'id="csrf" value="([^"]+)"', page).group(1)
+    done = careful.post(f"{TASKS}{task.number}/withdraw", {}, content_type="application/json",
+                        headers={"X-CSRFToken": token})
+    assert done.status_code == 200 and Task.objects.get(pk=task.pk).status == "withdrawn"
+    assert act(logged_in("lead2", perms=("view_task", "change_task")), task.number, "hold").status_code == 403
+    outsider = Client()
+    assert outsider.post(f"{TASKS}{task.number}/withdraw").status_code == 302  # to the login
+
+
+def test_the_panel_shows_the_task_its_work_and_its_history_with_names(space, steward, writer, writer2):
+    from spaces.models import Post
+
+    first = create_task(space=space, actor=steward.member, title="Schema change")
+    task = create_task(space=space, actor=steward.member, title="Migrate the runs", body="Move every run over.",
+                       blocked_by=[first.number])
+    writer.api.post(f"/v1/spaces/agent-lab/tasks/{first.number}/assign", {"member": writer.member.pk})
+    steward.api.post(f"/v1/spaces/agent-lab/tasks/{first.number}/assign", {"member": writer.member.pk})
+    post = Post.objects.create(space=space, author=writer.member, body="Done.")
+    writer.api.post(f"/v1/spaces/agent-lab/tasks/{first.number}/done", {"post": post.pk})
+    writer2.api.post(f"/v1/spaces/agent-lab/tasks/{first.number}/attempts/1/reject", {"reason": "no test"})
+    viewer = logged_in("viewer")
+    panel = viewer.get(f"{TASKS}{first.number}").json()
+    assert panel["card"]["number"] == first.number and panel["blocks"] == [
+        {"number": task.number, "title": "Migrate the runs", "status": "open"}]
+    assert panel["claims"][0]["member"] == "writer" and panel["claims"][0]["end_reason"] == "attempt"
+    assert panel["attempts"][0]["member"] == "writer"
+    assert panel["attempts"][0]["checks"][0] | {"created_at": None} == {
+        "member": "writer2", "verdict": "reject", "reason": "no test", "created_at": None}
+    lines = [(e["actor"], e["text"]) for e in panel["history"]]
+    assert ("steward", "created the task") in lines and ("steward", "assigned it to writer") in lines
+    assert ("writer", "delivered attempt 1") in lines and ("writer2", "rejected attempt 1 (no test)") in lines
+    assert panel["admin_url"].startswith("/admin/tasks/task/")
+    other = viewer.get(f"{TASKS}{task.number}").json()
+    assert other["body"] == "Move every run over." and other["blocked_by"][0]["number"] == first.number
+    assert viewer.get(f"{TASKS}999").status_code == 404
+    assert logged_in("clerk", perms=()).get(f"{TASKS}{task.number}").status_code == 403
+
+
+def test_search_priority_and_label_filters_read_as_the_api_reads_them(space, steward):
+    from tasks.models import SpaceLabel
+
+    create_task(space=space, actor=steward.member, title="Retry policy", body="exponential backoff", priority=1)
+    create_task(space=space, actor=steward.member, title="Dashboard", labels=["ui"], priority=3)
+    done = create_task(space=space, actor=steward.member, title="Old work", labels=["legacy"])
+    steward.api.post(f"/v1/spaces/agent-lab/tasks/{done.number}/reject", {"reason": "not needed"})
+    viewer = logged_in("viewer")
+    found = viewer.get(DATA, {"q": "backoff"})
+    assert found.json()["columns"]["ready"]["cards"] == [1]  # a word of the body
+    assert viewer.get(DATA, {"priority": "3"}).json()["columns"]["ready"]["cards"] == [2]
+    assert viewer.get(DATA, {"label": "UI"}).json()["columns"]["ready"]["cards"] == [2]
+    assert viewer.get(DATA, {"priority": "7"}).status_code == 422
+    assert found["ETag"] != viewer.get(DATA)["ETag"]  # each view has its own version
+    page = viewer.get(BOARD).content.decode()
+    assert set(SpaceLabel.objects.filter(space=space).values_list("label", flat=True)) == {"ui", "legacy"}
+    assert '<option value="legacy">' in page  # every label of the space, from its index, not live tasks only
+
+
+def test_throughput_counts_tasks_done_per_hour_over_seven_days(space, steward):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tasks.models import Task
+
+    for n in range(3):
+        create_task(space=space, actor=steward.member, title=f"work {n}")
+    now = timezone.now()
+    Task.objects.filter(number=1).update(status="done", updated_at=now)
+    Task.objects.filter(number=2).update(status="done", updated_at=now - timedelta(hours=5))
+    Task.objects.filter(number=3).update(status="done", updated_at=now - timedelta(days=8))
+    chart = logged_in("viewer").get(DATA).json()["throughput"]
+    assert len(chart["done"]) == 168 and sum(chart["done"]) == 2
+    assert chart["done"][-1] == 1 and chart["done"][-6] == 1

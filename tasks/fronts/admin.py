@@ -18,12 +18,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html_join
 
-from allocation import services as allocation
 from common.refusals import DomainError
-from spaces.models import Member, Space
+from spaces.models import Space
 from spaces.services import steward_for_admin_user
 from allocation.runner import in_unit
-from tasks import commands, graph, similarity
+from tasks import commands, graph, history, similarity
 from tasks.filters import blocked, ready_condition, text_query
 from tasks.models import (
     LIVE_STATUSES,
@@ -56,18 +55,10 @@ class TaskEventInline(ReadOnlyInline):
     fields = readonly_fields = ["created_at", "kind", "actor", "what"]
     verbose_name_plural = "history"
 
-    @admin.display(description="details")
+    @admin.display(description="what happened")
     def what(self, event: TaskEvent) -> str:
-        """The event's details in words, members by name: "member ana · claim 3 · cycle 1"."""
-        parts = []
-        for key, value in (event.details or {}).items():
-            if key in ("member", "held_by") and isinstance(value, int):
-                value = Member.objects.filter(pk=value).values_list("name", flat=True).first() or f"member {value}"
-            elif isinstance(value, (list, dict)):
-                value = ", ".join(map(str, value)) if isinstance(value, list) else ", ".join(
-                    f"{k} {v}" for k, v in value.items())
-            parts.append(f"{key.replace('_', ' ')} {value}")
-        return " · ".join(parts) or "—"
+        """In words, members by name: "assigned it to ana" (the board's panel says the same)."""
+        return history.sentence(event, history.member_names([event]))
 
 
 class ClaimInline(ReadOnlyInline):
@@ -354,10 +345,5 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.action(description="Hold the slot of these tasks", permissions=["hold_slot"])
     def hold_slot(self, request, queryset) -> None:
-        def hold(task: Task) -> None:
-            if not task.work_item_id:
-                raise allocation.errors.InvalidWorkItemId(f"Task {task.number} is not bound to a catalog slot.")
-            self.command(request, task, commands.hold_slot,
-                         data={"work_item_id": task.work_item_id, "reason": f"held from task {task.number}"})
-
-        self.run(request, queryset, "Held the slot of", hold)
+        self.run(request, queryset, "Held the slot of", lambda task: self.command(
+            request, task, commands.hold_slot, data=commands.hold_of_task(task)))

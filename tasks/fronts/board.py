@@ -8,23 +8,25 @@ with the full card only for tasks whose history moved since the version the page
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
 from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 
 from allocation import services as allocation
-from spaces.models import Space
-from tasks import graph, lapses, similarity
-from tasks.filters import LABEL, blocked, ready_condition
-from tasks.models import Attempt, Claim, Task, TaskEvent, TaskStatus
+from spaces.models import Role, Space
+from common.refusals import DomainError, InvalidRequest
+from tasks import graph, history, lapses, selectors, similarity
+from tasks.filters import TaskFilter, blocked, ready_condition
+from tasks.models import PRIORITIES, Attempt, Claim, ClaimEnd, SpaceLabel, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
-from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, space_summary
+from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, done_per_hour, space_summary
 
 CARDS_PER_COLUMN = 50
 DUPLICATE_PAIRS = 5  # the likely duplicates strip (SPEC §16)
@@ -37,8 +39,24 @@ COLUMNS = [
 ]
 
 
-def column_queries(space: Space, now) -> dict[str, QuerySet]:
-    tasks = Task.objects.filter(space=space)
+FILTERS = ("q", "priority", "label")  # read by the API's task filter, as GET …/tasks reads them
+LABELS_OFFERED = 200  # the label filter's suggestions, from the space's label index
+
+
+def board_tasks(space: Space, params: QueryDict) -> QuerySet:
+    """The space's tasks as the board's search and filters ask: ``q`` (SPEC §13's full-text
+    search), ``priority`` and ``label`` (each repeatable), read by the API's own filter so each
+    means on the board what it means in ``GET …/tasks``; a bad one is the same ``422``."""
+    wanted = QueryDict(mutable=True)
+    for name in FILTERS:
+        wanted.setlist(name, params.getlist(name))
+    filtered = TaskFilter(wanted, queryset=Task.objects.filter(space=space))
+    if not filtered.is_valid():
+        raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
+    return filtered.qs
+
+
+def column_queries(tasks: QuerySet, now) -> dict[str, QuerySet]:
     return {
         "ready": tasks.filter(ready_condition()).order_by("priority", "number"),
         "blocked": tasks.filter(status=TaskStatus.OPEN).filter(blocked()).order_by("priority", "number"),
@@ -48,9 +66,8 @@ def column_queries(space: Space, now) -> dict[str, QuerySet]:
     }
 
 
-def filtered(tasks: QuerySet, *, label: str | None, member: int | None) -> QuerySet:
-    if label:
-        tasks = tasks.filter(labels__contains=[label])
+def held_by(tasks: QuerySet, member: int | None) -> QuerySet:
+    """The member filter: tasks they hold or created."""
     if member:
         holds = Claim.objects.filter(task=OuterRef("pk"), member_id=member, ended_at=None)
         tasks = tasks.filter(Q(creator_id=member) | Exists(holds))
@@ -79,6 +96,9 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
     for task_id, name, since in live.order_by("created_at").values_list("task_id", "member__name", "created_at"):
         holders.setdefault(task_id, []).append((name, iso(since)))
     about_to_lapse = set(lapses.lapsing(live, now).values_list("task_id", flat=True))
+    last_ended = (Claim.objects.filter(task_id__in=ids, ended_at__isnull=False).order_by("task_id", "-ended_at")
+                  .distinct("task_id").values_list("task_id", "end_reason", "ended_at"))
+    lapsed = {task_id: ended for task_id, reason, ended in last_ended if reason == ClaimEnd.LAPSED}
     attempts: dict[int, dict[str, Any]] = {}
     latest = (Attempt.objects.filter(task_id__in=ids).order_by("task_id", "-number")
               .annotate(confirms=Count("checks", filter=Q(checks__verdict="confirm"))))
@@ -101,6 +121,8 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
             "number": task.number, "title": task.title, "status": task.status, "slot": task.work_item_id,
             "priority": task.priority, "labels": list(task.labels),
             "holders": [name for name, _ in held], "lapsing": task.pk in about_to_lapse,
+            # the last claim lapsed and nobody holds it since (SPEC §15)
+            "lapsed": iso(lapsed[task.pk]) if task.pk in lapsed and not held else None,
             "blocked_by": blocked_by, "blocks": blocks,
             "attempt": None if attempt is None else {
                 "number": attempt["number"], "state": attempt["state"], "confirmations": attempt["confirms"],
@@ -111,13 +133,12 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
     return out
 
 
-def board_data(space: Space, *, since: int | None, numbers: list[int], label: str | None,
+def board_data(space: Space, *, since: int | None, numbers: list[int], params: QueryDict,
                member: int | None) -> dict[str, Any]:
     now = timezone.now()
     columns = {}
     listed: list[int] = []
-    for name, tasks in column_queries(space, now).items():
-        tasks = filtered(tasks, label=label, member=member)
+    for name, tasks in column_queries(held_by(board_tasks(space, params), member), now).items():
         shown = list(tasks.values_list("number", flat=True)[:CARDS_PER_COLUMN])
         total = len(shown) if len(shown) < CARDS_PER_COLUMN else tasks.count()
         columns[name] = {"total": total, "cards": shown}
@@ -128,7 +149,39 @@ def board_data(space: Space, *, since: int | None, numbers: list[int], label: st
         changed = (TaskEvent.objects.filter(space=space, id__gt=since, task__number__in=listed)
                    .values_list("task__number", flat=True).distinct())
         wanted = set(changed) | (set(numbers) & set(listed))
-    return {"summary": space_summary(space), "columns": columns, "cards": cards(space, sorted(wanted))}
+    return {"summary": space_summary(space), "throughput": done_per_hour(space, now), "columns": columns,
+            "cards": cards(space, sorted(wanted))}
+
+
+def task_panel(space: Space, number: object) -> dict[str, Any]:
+    """Everything the board's panel shows of one task: its card, body, blockers and what it
+    blocks (with titles), claims with their expiry, attempts with their checks, and its history
+    in words with members by name."""
+    task = selectors.task_with_work(space=space, number=number)
+    blocked_by, blocks = graph.graph_of(task)
+    related = {n: (title, status) for n, title, status in Task.objects.filter(
+        space=space, number__in=blocked_by + blocks).values_list("number", "title", "status")}
+
+    def linked(numbers: list[int]) -> list[dict[str, Any]]:
+        return [{"number": n, "title": related[n][0], "status": related[n][1]} for n in numbers if n in related]
+
+    events = list(TaskEvent.objects.filter(task=task).order_by("id"))
+    return {
+        "card": cards(space, [task.number])[task.number],
+        "body": task.body, "delivery_mode": task.delivery_mode, "created_at": iso(task.created_at),
+        "creator": task.creator.name if task.creator else None,
+        "superseded_by": task.superseded_by.number if task.superseded_by else None,
+        "blocked_by": linked(blocked_by), "blocks": linked(blocks),
+        "claims": [{"member": c.member.name, "origin": c.origin, "created_at": iso(c.created_at),
+                    "expires_at": iso(c.expires_at), "ended_at": iso(c.ended_at) if c.ended_at else None,
+                    "end_reason": c.end_reason} for c in sorted(task.claims.all(), key=lambda c: c.created_at)],
+        "attempts": [{"number": a.number, "member": a.member.name, "state": a.state, "created_at": iso(a.created_at),
+                      "checks": [{"member": c.member.name, "verdict": c.verdict, "reason": c.reason,
+                                  "created_at": iso(c.created_at)} for c in a.checks.all()]}
+                     for a in sorted(task.attempts.all(), key=lambda a: a.number)],
+        "history": history.lines(events),
+        "admin_url": reverse("admin:tasks_task_change", args=[task.pk]),
+    }
 
 
 def int_param(request: HttpRequest, name: str) -> int | None:
@@ -139,32 +192,64 @@ def int_param(request: HttpRequest, name: str) -> int | None:
 @staff_member_required
 @permission_required("tasks.view_task", raise_exception=True)
 def board_page(request: HttpRequest, slug: str) -> HttpResponse:
+    from tasks.fronts.board_actions import controls
+
     space = get_object_or_404(Space, slug=slug)
-    members = space.members.order_by("name").values_list("pk", "name")
+    members = list(space.members.order_by("name").values_list("pk", "name", "role"))
+    labels = SpaceLabel.objects.filter(space=space).order_by("label").values_list("label", flat=True)
+    allowed = controls(request.user)
     return render(request, "board/board.html", {
-        "space": space, "columns": COLUMNS, "members": members, "data_url": reverse("board-data", args=[space.slug]),
+        "space": space, "columns": COLUMNS, "members": [(pk, name) for pk, name, _ in members],
+        "labels": labels[:LABELS_OFFERED], "priorities": list(PRIORITIES),
+        "data_url": reverse("board-data", args=[space.slug]),
         "pairs_url": reverse("board-duplicates", args=[space.slug]),
-        # the strip's Keep and Not a duplicate post to the admin's page for them, for those who may change tasks
-        "duplicates_url": reverse("admin:tasks_task_duplicates", args=[space.pk]),
-        "can_change": request.user.has_perm("tasks.change_task")})
+        "task_url": reverse("board-task", args=[space.slug, 0]).removesuffix("0"),
+        "controls": allowed, "can_act": any(allowed.values()),
+        # who a task can be assigned to: members who may attempt work (SPEC §5.2)
+        "member_choices": [[pk, name] for pk, name, role in members if role != Role.READER]})
+
+
+def refused(error: DomainError) -> JsonResponse:
+    return JsonResponse(error.as_body(), status=error.http_status)
 
 
 @staff_member_required
 @permission_required("tasks.view_task", raise_exception=True)
 def board_data_view(request: HttpRequest, slug: str) -> HttpResponse:
     space = get_object_or_404(Space, slug=slug)
-    label = request.GET.get("label", "").lower() or None
-    if label and not LABEL.fullmatch(label):
-        return JsonResponse({"error": "invalid_request", "detail": "Bad label."}, status=422)
     member = int_param(request, "member")
     numbers = [int(n) for n in request.GET.get("numbers", "").split(",") if n.isdigit() and len(n) < 19][:250]
-    etag = f'"{version(space)}.{label or ""}.{member or ""}"'
+    view = sorted((k, v) for k in (*FILTERS, "member") for v in request.GET.getlist(k))
+    etag = f'"{version(space)}.{hash_of(view)}"'
     if not numbers and request.headers.get("If-None-Match") == etag:
         return HttpResponseNotModified(headers={"ETag": etag})
-    data = board_data(space, since=int_param(request, "since"), numbers=numbers, label=label, member=member)
+    try:
+        data = board_data(space, since=int_param(request, "since"), numbers=numbers, params=request.GET,
+                          member=member)
+    except DomainError as error:
+        return refused(error)
     data["version"] = int(etag.strip('"').split(".")[0])
     response = JsonResponse(data)
     response["ETag"] = etag
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def hash_of(view: list[tuple[str, str]]) -> str:
+    """The filters in an ETag: short, and only the characters an ETag may hold."""
+    return hashlib.sha256(repr(view).encode()).hexdigest()[:16] if view else "all"
+
+
+@staff_member_required
+@permission_required("tasks.view_task", raise_exception=True)
+def board_task_view(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    """The task panel's data (a card opens it, no page load)."""
+    space = get_object_or_404(Space, slug=slug)
+    try:
+        panel = task_panel(space, number)
+    except DomainError as error:
+        return refused(error)
+    response = JsonResponse(panel)
     response["Cache-Control"] = "private, no-cache"
     return response
 

@@ -1,0 +1,91 @@
+"""Acting from the board (SPEC §14 as amended): ``POST /board/{slug}/tasks/{n}/{action}`` with a
+JSON body, sent by the page with its CSRF token.
+
+Each action is the API's command, run in a unit of work of its own under the staff user's
+steward member (``steward_for_admin_user``, as the admin's actions are), so it has the same
+input checks, lookups, refusals and history. The answer is the task's card as the board draws
+it, or the command's refusal as the API sends it (the page shows its ``detail`` on the card).
+Each action takes the model permission the admin takes for it; without it, ``403``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_POST
+
+from allocation.runner import in_unit
+from common import json_input
+from common.refusals import DomainError, Forbidden, MalformedJson, NotFound
+from spaces.commands import Command
+from spaces.models import Space
+from spaces.services import steward_for_admin_user
+from tasks import commands, selectors
+from tasks.fronts.board import cards, refused
+from tasks.models import Task
+
+CHANGE = "tasks.change_task"
+HOLD = "allocation.add_slothold"  # as the admin's Hold slot action
+
+
+@dataclass(frozen=True)
+class BoardAction:
+    command: Command
+    permission: str
+    data: Callable[[Task, dict], dict] = lambda task, body: body  # the command's input
+    lookups: Callable[[Task], dict] = lambda task: {"number": task.number}
+
+
+ACTIONS: dict[str, BoardAction] = {
+    "update": BoardAction(commands.update_task, CHANGE),  # {"priority": 1} or {"labels": [...]}
+    "assign": BoardAction(commands.assign_task, CHANGE),  # {"member": id}
+    "supersede": BoardAction(commands.supersede_task, CHANGE),  # {"surviving_task": n}
+    "withdraw": BoardAction(commands.withdraw_task, CHANGE),
+    "reject": BoardAction(commands.reject_task, CHANGE),
+    "not-duplicate": BoardAction(commands.mark_not_duplicate, CHANGE),  # {"task": m}
+    "hold": BoardAction(commands.hold_slot, HOLD, data=lambda task, body: commands.hold_of_task(task),
+                        lookups=lambda task: {}),
+}
+
+
+def may(user, permission: str) -> bool:
+    return user.has_perm(permission)
+
+
+def request_body(request: HttpRequest) -> dict:
+    """The body as every front reads JSON (``common.json_input``): an object, else ``400``."""
+    try:
+        body = json_input.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise MalformedJson("The body is not JSON.") from None
+    if not isinstance(body, dict):
+        raise MalformedJson("The body must be a JSON object.")
+    return body
+
+
+@require_POST
+@staff_member_required
+def board_action_view(request: HttpRequest, slug: str, number: int, action: str) -> JsonResponse:
+    try:
+        board_action = ACTIONS.get(action)
+        if board_action is None:
+            raise NotFound(f"No board action {action!r}; the board offers {', '.join(ACTIONS)}.")
+        if not may(request.user, board_action.permission):
+            raise Forbidden(f"Your account lacks the {board_action.permission} permission.")
+        space = get_object_or_404(Space, slug=slug)
+        body = request_body(request)
+        actor = steward_for_admin_user(space=space, username=request.user.get_username())
+        task = selectors.get_task(space=space, number=number)
+        in_unit(lambda unit: board_action.command(actor, unit=unit, data=board_action.data(task, body),
+                                                  **board_action.lookups(task)))
+    except DomainError as error:
+        return refused(error)
+    return JsonResponse({"card": cards(space, [number])[number]})
+
+
+def controls(user) -> dict[str, Any]:
+    """Which actions the page offers this user: a control for each it may use, none else."""
+    return {name: may(user, action.permission) for name, action in ACTIONS.items()}
