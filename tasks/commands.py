@@ -13,8 +13,9 @@ from typing import Any
 from allocation import services as allocation
 from allocation.api import BindSerializer, HoldSerializer
 from allocation.runner import UnitOfWork
-from common.refusals import DomainError
+from common.refusals import DomainError, NotFound
 from spaces.models import Member, Role
+from spaces.catalog import normalize_work_item_id
 from spaces.commands import Reply, command, validated
 from spaces.selectors import get_member
 from tasks import attempts, claims, graph, selectors, services, similarity, stewardship, waiting
@@ -296,3 +297,11 @@ def hold_slot(member: Member, *, unit: UnitOfWork, work_item_id: str, reason: st
     return Reply(201, hold_body(hold))
 
 
+@command("release_slot", Role.STEWARD)
+def release_slot(member: Member, *, unit: UnitOfWork, work_item_id: object) -> Reply:
+    """End the hold on a catalog slot; new tasks may take it again. REST answers ``204``."""
+    raw = str(work_item_id)
+    slot = normalize_work_item_id(raw)
+    if slot is None or not allocation.release_slot(space=member.space, work_item_id=slot):
+        raise NotFound(f"Slot {(slot or raw)[:40]} is not held.")
+    return Reply(200, {"work_item_id": slot, "released": True})

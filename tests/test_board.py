@@ -175,7 +175,13 @@ def test_a_steward_acts_from_the_board_through_the_api_commands(space, steward, 
     assert again.status_code == 409 and again.json()["detail"]  # closed already: the API's refusal, in words
 
     assert act(lead, keep.number, "hold").status_code == 200
+    assert lead.get(f"{TASKS}{keep.number}").json()["slot_held"] is True
     assert act(lead, last.number, "hold").status_code == 422  # bound to no slot: nothing to hold
+    assert act(lead, keep.number, "release").status_code == 403  # no delete_slothold
+    releaser = logged_in("releaser", perms=("view_task", "change_task", "delete_slothold"))
+    assert act(releaser, keep.number, "release").status_code == 200
+    assert act(releaser, keep.number, "release").status_code == 404  # held no more
+    assert lead.get(f"{TASKS}{keep.number}").json()["slot_held"] is False
     assert act(lead, last.number, "reject").json()["card"]["status"] == "rejected"
     assert act(lead, other.number, "withdraw").json()["card"]["status"] == "withdrawn"
     assert act(lead, keep.number, "explode").status_code == 404
@@ -188,6 +194,9 @@ def test_a_steward_acts_from_the_board_through_the_api_commands(space, steward, 
     assert lead.get(f"{TASKS}{keep.number}/update").status_code == 405
     kinds = set(TaskEvent.objects.filter(actor__name="admin:lead").values_list("kind", flat=True))
     assert kinds >= {"priority_changed", "labels_changed", "assigned", "superseded", "held", "rejected", "withdrawn"}
+    from allocation.models import SlotHold
+
+    assert not SlotHold.objects.filter(space=space).exists()
     assert Task.objects.get(pk=dup.pk).superseded_by_id == keep.pk
 
 

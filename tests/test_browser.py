@@ -156,3 +156,174 @@ def test_the_board_updates_itself_as_an_agent_team_works(live_server, browser):
     wait.until(lambda d: d.find_element(By.ID, "fig-duplicates").text == "1")
     assert browser.execute_script("return window.__marker") == "kept"
     browser.save_screenshot(str(SHOTS / "board.png"))
+
+
+def agent_team(api: str, keys: list[str], stop, failures: list[str]) -> None:
+    """Two agents working through the API until ``stop``: one creates, claims and delivers
+    tasks labelled ``agent``, the other confirms each attempt (the board's actions leave them be)."""
+    import httpx
+
+    maker, checker = (httpx.Client(base_url=api, headers={"Authorization": f"Bearer {key}"}, timeout=10)
+                      for key in keys)
+    round_ = 0
+    while not stop.is_set():
+        round_ += 1
+        steps = [(maker, "/tasks", {"title": f"Agent chore number {round_}", "labels": ["agent"]}),
+                 (maker, "/next", {"labels": ["agent"]})]
+        for client, path, body in steps:
+            response = client.post(path, json=body)
+            if response.status_code >= 300:
+                failures.append(f"{path}: {response.status_code} {response.text[:200]}")
+                return
+        number = response.json()["task"]["number"]
+        post = maker.post("/posts", json={"body": f"chore {round_} done"}).json()
+        for client, path in [(maker, f"/tasks/{number}/done"), (checker, f"/tasks/{number}/attempts/1/confirm")]:
+            response = client.post(path, json={"post": post["id"]} if path.endswith("done") else None)
+            if response.status_code >= 300:
+                failures.append(f"{path}: {response.status_code} {response.text[:200]}")
+                return
+        stop.wait(0.5)
+
+
+def test_a_steward_acts_from_the_board_while_an_agent_team_works(live_server, browser):
+    """SPEC §14 as amended: from the board's task panel a steward changes a priority, assigns,
+    supersedes a duplicate (a wrong survivor first: the refusal in words) and withdraws a task,
+    each showing on the board and in the panel's history under their name within seconds, while
+    two agents work through the API; the search finds a task by a word of its body, kept in the
+    URL; a view-only user sees no control, and a request without the page's CSRF token is
+    refused; no horizontal scroll at 390 x 844; screenshots in light, dark and on a phone."""
+    import threading
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    space = load_agent_lab()
+    planner, agents = seed_a_working_team(space)
+    _, maker_key = member_with_key(space, "writer", "dee")
+    _, checker_key = member_with_key(space, "writer", "eve")
+    dup = create_task(space=space, actor=planner, title="A dashboard of what tokens cost", priority=2)
+    vault = create_task(space=space, actor=planner, title="Keep secrets out of the repo",
+                        body="Move them to the vault and scan every push.", priority=3)
+    User.objects.create_superuser("ada", "ada@example.com", "correct horse")
+    viewer = User.objects.create_user("vic", password="view only", is_staff=True)
+    from django.contrib.auth.models import Permission
+    viewer.user_permissions.add(Permission.objects.get(codename="view_task"))
+    wait = WebDriverWait(browser, 10)
+    stop, failures = threading.Event(), []
+    team = threading.Thread(target=agent_team, args=(f"{live_server.url}/v1/spaces/agent-lab",
+                                                     [maker_key, checker_key], stop, failures), daemon=True)
+
+    def log_in(username: str, password: str) -> None:
+        browser.delete_all_cookies()
+        browser.get(f"{live_server.url}/admin/login/?next=/board/agent-lab/")
+        browser.find_element(By.NAME, "username").send_keys(username)
+        browser.find_element(By.NAME, "password").send_keys(password)
+        browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+        wait.until(lambda d: d.find_elements(By.ID, "card-7"))
+
+    def open_panel(number: int) -> None:
+        browser.find_element(By.ID, f"card-{number}").click()
+        wait.until(lambda d: d.find_element(By.ID, "panel-title").text.startswith(f"#{number} "))
+
+    def history_says(text: str) -> None:
+        said = "return (document.getElementById('panel-history') || {}).innerText || ''"  # redrawn as it changes
+        wait.until(lambda d: text in d.execute_script(said), f"history lacks {text!r}")
+
+    cards_shown = "return [...document.querySelectorAll('.card')].map(c => c.id)"
+    log_in("ada", "correct horse")
+    team.start()
+    try:
+        open_panel(7)  # "Write the onboarding guide", P3
+        history_says("planner created the task")
+        Select(browser.find_element(By.ID, "act-priority")).select_by_value("0")
+        history_says("admin:ada changed the priority from P3 to P0")
+        wait.until(lambda d: "P0" in d.find_element(By.CSS_SELECTOR, "#cards-ready #card-7").text)
+        # the ready column is sorted by priority: #7 is now first
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#cards-ready .card").get_attribute("id") == "card-7")
+
+        open_panel(8)  # "Rotate the staging API keys", ready
+        Select(browser.find_element(By.ID, "act-member")).select_by_visible_text("ana")
+        browser.find_element(By.ID, "act-assign").click()
+        wait.until(lambda d: "ana" in d.find_element(By.CSS_SELECTOR, "#cards-claimed #card-8").text)
+        history_says("admin:ada assigned it to ana")
+
+        open_panel(dup.number)
+        browser.find_element(By.ID, "act-survivor").send_keys("999")
+        browser.find_element(By.ID, "act-supersede").click()
+        wait.until(lambda d: "No task 999" in d.find_element(By.ID, "panel-refusal").text)
+        assert "No task 999" in browser.execute_script(  # in words, on the card too
+            f"return document.getElementById('card-{dup.number}').innerText")
+        survivor = browser.find_element(By.ID, "act-survivor")
+        survivor.clear()
+        survivor.send_keys("2")  # "Token spend dashboard"
+        browser.find_element(By.ID, "act-supersede").click()
+        history_says("admin:ada superseded it by #2")
+        wait.until(lambda d: not d.find_elements(By.ID, f"card-{dup.number}"))
+
+        open_panel(6)  # "Publish the evaluation report", blocked
+        browser.find_element(By.ID, "act-withdraw").click()
+        assert "Click again" in browser.find_element(By.ID, "act-withdraw").text  # a slip does not end it
+        browser.find_element(By.ID, "act-withdraw").click()
+        history_says("admin:ada withdrew it")
+        wait.until(lambda d: not d.find_elements(By.ID, "card-6"))
+        browser.find_element(By.ID, "panel-close").click()
+
+        # A request from the page without its CSRF token changes nothing.
+        status = browser.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            fetch('/board/agent-lab/tasks/7/withdraw', {method: 'POST', credentials: 'same-origin',
+                  headers: {'Content-Type': 'application/json'}, body: '{}'}).then(r => done(r.status));""")
+        assert status == 403 and Task.objects.get(space=space, number=7).status == "open"
+
+        search = browser.find_element(By.ID, "filter-q")
+        search.send_keys("vault\n")
+        wait.until(lambda d: d.execute_script(cards_shown) == [f"card-{vault.number}"])
+        assert "q=vault" in browser.current_url  # a view to share
+        browser.get(browser.current_url)
+        wait.until(lambda d: d.find_elements(By.ID, f"card-{vault.number}"))
+        assert browser.find_element(By.ID, "filter-q").get_attribute("value") == "vault"
+        wait.until(lambda d: d.execute_script(cards_shown) == [f"card-{vault.number}"])
+    finally:
+        stop.set()
+        team.join(15)
+    assert not failures, failures
+    assert Task.objects.filter(space=space, labels__contains=["agent"], status="done").exists()
+
+    browser.get(f"{live_server.url}/board/agent-lab/")
+    wait.until(lambda d: d.find_elements(By.ID, "card-7"))
+    wait.until(lambda d: d.find_element(By.ID, "throughput").find_elements(By.CSS_SELECTOR, "rect"))
+    browser.save_screenshot(str(SHOTS / "board-light.png"))
+    browser.save_screenshot(str(Path(__file__).resolve().parent.parent / "docs" / "board.png"))  # the README's
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme",
+                                                                          "value": "dark"}]})
+    background = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(18, 21, 28)", background
+    open_panel(7)
+    browser.save_screenshot(str(SHOTS / "board-dark.png"))
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+    try:
+        browser.get(f"{live_server.url}/board/agent-lab/")
+        wait.until(lambda d: d.find_elements(By.ID, "card-7"))
+        wide = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert wide[0] <= wide[1] == 390, f"the page scrolls sideways: {wide}"
+        columns = browser.execute_script(
+            "return [...document.querySelectorAll('.column')].map(c => Math.round(c.getBoundingClientRect().left))")
+        assert len(set(columns)) == 1  # stacked, one under the other
+        browser.save_screenshot(str(SHOTS / "board-phone.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+    log_in("vic", "view only")  # view_task only: the panel shows, no control does
+    open_panel(7)
+    history_says("admin:ada changed the priority")
+    assert browser.find_element(By.ID, "panel-actions").find_elements(By.CSS_SELECTOR, "*") == []
+    assert not browser.find_elements(By.ID, "csrf")
+    token = browser.get_cookie("csrftoken")["value"]
+    status = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        fetch('/board/agent-lab/tasks/7/withdraw', {method: 'POST', credentials: 'same-origin',
+              headers: {'Content-Type': 'application/json', 'X-CSRFToken': arguments[0]}, body: '{}'})
+          .then(r => done(r.status));""", token)
+    assert status == 403 and Task.objects.get(space=space, number=7).status == "open"

@@ -69,6 +69,9 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("steward", "reject_task", {"number": 99}, {}),  # 404
     ("steward", "hold_slot", {}, {"work_item_id": "T2", "reason": "reserved for the team"}),
     ("steward", "hold_slot", {}, {"work_item_id": "T999"}),  # 422
+    ("steward", "release_slot", {"work_item_id": "t2"}, None),
+    ("steward", "release_slot", {"work_item_id": "T2"}, None),  # 404: not held any more
+    ("writer", "release_slot", {"work_item_id": "T2"}, None),  # 403: a steward's
     ("writer", "get_task", {"number": 1}, None),
     ("writer", "get_task", {"number": 2}, None),
 ]
@@ -83,7 +86,7 @@ REST: dict[str, tuple[str, str]] = {
     "reject_attempt": ("POST", "/tasks/{number}/attempts/{attempt}/reject"),
     "supersede_task": ("POST", "/tasks/{number}/supersede"), "assign_task": ("POST", "/tasks/{number}/assign"),
     "withdraw_task": ("POST", "/tasks/{number}/withdraw"), "reject_task": ("POST", "/tasks/{number}/reject"),
-    "hold_slot": ("POST", "/holds"), "get_task": ("GET", "/tasks/{number}"),
+    "hold_slot": ("POST", "/holds"), "release_slot": ("DELETE", "/holds/{work_item_id}"), "get_task": ("GET", "/tasks/{number}"),
     "bind_title": ("POST", "/bind"), "similar_tasks": ("GET", "/tasks/similar"),
     "likely_duplicates": ("GET", "/tasks/duplicates"), "mark_not_duplicate": ("POST", "/tasks/{number}/not-duplicate"),
 }

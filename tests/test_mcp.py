@@ -104,7 +104,7 @@ def test_every_mutating_tool_takes_an_idempotency_key_and_a_retry_replays():
             ("give_back", {"number": 1, "idempotency_key": "g-1"}),
         ])
     mutating = {"create_task", "create_tasks", "next_task", "give_back", "create_post", "mark_done", "confirm_attempt",
-                "reject_attempt", "add_note", "supersede_task", "hold_slot", "update_task", "add_blocker",
+                "reject_attempt", "add_note", "supersede_task", "hold_slot", "release_slot", "update_task", "add_blocker",
                 "remove_blocker"}
     for tool in tools.tools:
         if tool.name in mutating:

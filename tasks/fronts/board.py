@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from allocation import services as allocation
+from allocation.models import SlotHold
 from spaces.models import Role, Space
 from common.refusals import DomainError, InvalidRequest
 from tasks import graph, history, lapses, selectors, similarity
@@ -180,6 +181,8 @@ def task_panel(space: Space, number: object) -> dict[str, Any]:
                                   "created_at": iso(c.created_at)} for c in a.checks.all()]}
                      for a in sorted(task.attempts.all(), key=lambda a: a.number)],
         "history": history.lines(events),
+        "slot_held": bool(task.work_item_id) and SlotHold.objects.filter(
+            space=space, work_item_id=task.work_item_id).exists(),
         "admin_url": reverse("admin:tasks_task_change", args=[task.pk]),
     }
 

@@ -29,6 +29,7 @@ from tasks.models import Task
 
 CHANGE = "tasks.change_task"
 HOLD = "allocation.add_slothold"  # as the admin's Hold slot action
+RELEASE = "allocation.delete_slothold"  # as the admin's Release the hold
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ ACTIONS: dict[str, BoardAction] = {
     "not-duplicate": BoardAction(commands.mark_not_duplicate, CHANGE),  # {"task": m}
     "hold": BoardAction(commands.hold_slot, HOLD, data=lambda task, body: commands.hold_of_task(task),
                         lookups=lambda task: {}),
+    "release": BoardAction(commands.release_slot, RELEASE, data=lambda task, body: None,
+                           lookups=lambda task: {"work_item_id": task.work_item_id or ""}),
 }
 
 

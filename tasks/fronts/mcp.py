@@ -260,6 +260,10 @@ class SpacesTools(MCPToolset):
         return self._command(commands.hold_slot, data={"work_item_id": work_item_id, "reason": reason},
                              idempotency_key=idempotency_key)
 
+    def release_slot(self, work_item_id: str, idempotency_key: str | None = None) -> dict:
+        """Steward: end the hold on a catalog slot; new tasks may take it again."""
+        return self._command(commands.release_slot, work_item_id=work_item_id, idempotency_key=idempotency_key)
+
 
 class MCPEndpoint(MCPServerStreamableHttpView):
     """``/mcp``: the member's API key authenticates, as on every REST route."""

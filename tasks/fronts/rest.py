@@ -9,10 +9,8 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocation import services as allocation_services
 from allocation.api import BindSerializer, HoldSerializer
 from allocation.models import SlotHold
-from common.refusals import NotFound
 from spaces.api.pagination import IdCursorPagination
 from spaces.api.views import PAGING, SpaceView
 from spaces.models import Role
@@ -310,9 +308,9 @@ class HoldListView(SpaceView):
 
 class HoldDetailView(SpaceView):
     serializer_class = HoldSerializer
-    required_roles = {"DELETE": Role.STEWARD}
+    required_roles = {"DELETE": commands.release_slot.role}
 
+    @extend_schema(request=None, responses={204: None})
     def delete(self, request: Request, slug: str, work_item_id: str) -> Response:
-        if not allocation_services.release_slot(space=self.space, work_item_id=work_item_id):
-            raise NotFound(f"Slot {work_item_id} is not held.")
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        self.run(commands.release_slot, work_item_id=work_item_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)  # a DELETE answers no body

@@ -237,11 +237,21 @@
     return b;
   }
 
-  function actions(card) {
+  function actions(data) {
+    const card = data.card;
     const box = document.getElementById("panel-actions");
     box.replaceChildren();
     const live = ["open", "claimed", "assigned", "in_review"].includes(card.status);
     const n = card.number;
+    if (card.slot && controls.release && data.slot_held) {
+      const b = button("Release slot " + card.slot, () => run(n, "release", {}));
+      b.id = "act-release";
+      box.append(group("Slot", b));
+    } else if (card.slot && controls.hold && !data.slot_held) {
+      const b = button("Hold slot " + card.slot, () => run(n, "hold", {}));
+      b.id = "act-hold";
+      box.append(group("Slot", b));
+    }
     if (!live) return;
     if (controls.update) {
       const prio = el("select");
@@ -265,8 +275,9 @@
       const who = el("select");
       who.id = "act-member";
       who.setAttribute("aria-label", "member to assign");
+      const none = el("option", "", "choose a member…"); none.value = ""; who.append(none);
       assignable.forEach(function ([pk, name]) { const o = el("option", "", name); o.value = pk; who.append(o); });
-      const go = button("Assign", () => run(n, "assign", {member: Number(who.value)}));
+      const go = button("Assign", () => who.value && run(n, "assign", {member: Number(who.value)}));
       go.id = "act-assign";
       box.append(group("Assign to", who, go));
     }
@@ -290,11 +301,13 @@
       go.id = "act-supersede";
       box.append(group("Duplicate of", survivor, choices, go));
     }
-    const closing = [];
-    if (controls.withdraw) closing.push(confirmButton("Withdraw", () => run(n, "withdraw", {reason: "withdrawn from the board"})));
-    if (controls.reject) closing.push(confirmButton("Reject", () => run(n, "reject", {reason: "rejected from the board"})));
-    if (controls.hold && card.slot) closing.push(button("Hold slot " + card.slot, () => run(n, "hold", {})));
-    closing.forEach((b, i) => { b.id = "act-" + ["withdraw", "reject", "hold"][i]; });
+    const closing = [["withdraw", "Withdraw"], ["reject", "Reject"]].filter(([action]) => controls[action])
+      .map(function ([action, label]) {
+        const b = confirmButton(label, () => run(n, action, {reason: action === "withdraw" ? "withdrawn from the board"
+                                                                                            : "rejected from the board"}));
+        b.id = "act-" + action;
+        return b;
+      });
     if (closing.length) box.append(group("Close", ...closing));
   }
 
@@ -330,13 +343,13 @@
     document.getElementById("panel-title").textContent = "#" + card.number + " " + card.title;
     const body = document.getElementById("panel-body");
     body.replaceChildren();
-    const facts = el("p", "facts");
+    const facts = document.getElementById("panel-facts");
+    facts.replaceChildren();
     facts.append(el("span", "prio p" + card.priority, "P" + card.priority), " " + card.status.replace("_", " "));
     if (card.slot) facts.append(" · slot " + card.slot);
     if (card.labels.length) facts.append(" · " + card.labels.join(", "));
     if (data.creator) facts.append(" · created by " + data.creator + " " + ago(data.created_at));
     if (data.superseded_by) facts.append(" · superseded by #" + data.superseded_by);
-    body.append(facts);
     if (data.body) body.append(el("p", "task-body", data.body));
     body.append(section("Waits on", data.blocked_by.map(taskLink)), section("Blocks", data.blocks.map(taskLink)));
     body.append(section("Claims", data.claims.map(function (c) {
@@ -366,7 +379,7 @@
     const admin = el("a", "admin-link", "Open in the admin");
     admin.href = data.admin_url;
     body.append(admin);
-    actions(card);
+    actions(data);
   }
 
   async function openPanel(number, focus) {
