@@ -289,6 +289,36 @@ def test_a_steward_acts_from_the_board_while_an_agent_team_works(live_server, br
     assert not failures, failures
     assert Task.objects.filter(space=space, labels__contains=["agent"], status="done").exists()
 
+    # The keyboard: arrows move between cards, Enter opens the panel and focus goes into it,
+    # Escape closes it and gives focus back to the card.
+    from selenium.webdriver.common.keys import Keys
+
+    focused = "return document.activeElement.id"
+    browser.get(f"{live_server.url}/board/agent-lab/")
+    wait.until(lambda d: d.find_elements(By.ID, "card-7"))
+    browser.execute_script("document.getElementById('card-7').focus()")
+    browser.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+    second = browser.execute_script(focused)
+    assert second.startswith("card-") and second != "card-7"
+    browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)
+    assert browser.execute_script("return document.activeElement.closest('#cards-blocked') !== null")
+    browser.switch_to.active_element.send_keys(Keys.ARROW_LEFT, Keys.ARROW_UP)
+    assert browser.execute_script(focused) == "card-7"
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait.until(lambda d: d.find_element(By.ID, "panel-title").text.startswith("#7 "))
+    wait.until(lambda d: d.execute_script(focused) == "panel")
+    browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+    wait.until(lambda d: not d.find_element(By.ID, "panel").is_displayed())
+    assert browser.execute_script(focused) == "card-7"
+
+    # The week's work, spread over the last days as a team's would be, for the pictures.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    for i, task in enumerate(Task.objects.filter(space=space, status="done").order_by("number")):
+        Task.objects.filter(pk=task.pk).update(updated_at=now - timedelta(hours=(i * 7) % 150, minutes=i))
     browser.get(f"{live_server.url}/board/agent-lab/")
     wait.until(lambda d: d.find_elements(By.ID, "card-7"))
     wait.until(lambda d: d.find_element(By.ID, "throughput").find_elements(By.CSS_SELECTOR, "rect"))
