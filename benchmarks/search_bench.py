@@ -4,7 +4,7 @@ One space of 20,000 tasks, 200 of them saying "zebrafish"; the first page of `?q
 (the list route's query, built by tasks.filters.filter_tasks) is timed in this process,
 median of 30, then again after 100 other spaces of 2,000 tasks each, every one saying
 "zebrafish", are added (200,000 matches that are not this space's). Prints both medians, the
-ratio and the plan of the second. Seeded by INSERT … SELECT over generate_series, then
+ratio and the plan of the second (docs/benchmarks.md, "Search in one space beside many"). Seeded by INSERT … SELECT over generate_series, then
 ANALYZE. Uses a fresh database (BENCH_DATABASE_URL, by default the embedded server in
 .postgres/bench); asserts nothing.
 

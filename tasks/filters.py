@@ -3,7 +3,7 @@ import re
 
 import django_filters
 from django import forms
-from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.contrib.postgres.search import SearchRank
 from django.contrib.postgres.fields import ArrayField
 from django.db.models import CharField, Exists, F, OuterRef, Q, QuerySet, Value
 from django.http import QueryDict
@@ -11,7 +11,8 @@ from django.http import QueryDict
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from common.refusals import InvalidRequest
 from tasks import selectors
-from tasks.models import LABEL_PATTERN, PRIORITIES, SEARCH_CONFIG, Dependency, Task, TaskStatus
+from tasks.models import LABEL_PATTERN, PRIORITIES, Dependency, Task, TaskStatus
+from tasks.search import text_match, text_query
 
 MAX_QUERY = 500
 LABEL = re.compile(LABEL_PATTERN)
@@ -20,11 +21,6 @@ LABEL = re.compile(LABEL_PATTERN)
 def blocked() -> Exists:
     """A live task blocks this one (SPEC §13): a dependency row names it."""
     return Exists(Dependency.objects.filter(space_id=OuterRef("space_id"), task_id=OuterRef("pk")))
-
-
-def text_query(words: str) -> SearchQuery:
-    """Words as a full-text query (web-search syntax: quotes, or, -word) in the stored vector's language."""
-    return SearchQuery(words, search_type="websearch", config=SEARCH_CONFIG)
 
 
 def ready_condition() -> Q:
@@ -83,6 +79,11 @@ class TaskFilter(django_filters.FilterSet):
         model = Task
         fields = ["status", "work_item_id", "delivery_mode", "creator", "priority", "ready", "blocked", "q", "order"]
 
+    def __init__(self, data: QueryDict, *, space, queryset: QuerySet) -> None:
+        """``queryset``: tasks of ``space``, the space ``q`` searches in (``tasks.search``)."""
+        super().__init__(data, queryset=queryset)
+        self.space = space
+
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         """The declared filters, then ``label`` (repeatable: tasks carrying all of them)."""
         labels = [label.lower() for label in self.data.getlist("label")]
@@ -112,7 +113,7 @@ class TaskFilter(django_filters.FilterSet):
         if not value.strip():
             return qs
         query = text_query(value)
-        return (qs.filter(search=query).annotate(rank=SearchRank(F("search"), query))
+        return (qs.filter(text_match(value, self.space.pk)).annotate(rank=SearchRank(F("search"), query))
                 .order_by("-rank", "number"))
 
 
@@ -130,7 +131,7 @@ def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
     statuses = params.getlist("status")
     include = params.get("include_superseded", "").lower() in ("1", "true", "yes")
     tasks = selectors.list_tasks(space=space, include_superseded=include or TaskStatus.SUPERSEDED in statuses)
-    filtered = TaskFilter(params, queryset=tasks)
+    filtered = TaskFilter(params, space=space, queryset=tasks)
     if not filtered.is_valid():
         raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
     data = filtered.form.cleaned_data

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+from tasks.search import task_vector
 
 from allocation.models import (
     TASK_DELIVERY_MODE_CHOICES,
@@ -36,8 +38,6 @@ DEFAULT_PRIORITY = 2
 MAX_LABELS = 10
 LABEL_PATTERN = r"^[a-z0-9._:-]{1,40}$"
 MAX_BLOCKERS = 50
-# Full-text search (SPEC §13 `q`): one configuration for the stored vector and every query.
-SEARCH_CONFIG = "english"
 
 
 class TaskManager(models.Manager):
@@ -71,9 +71,9 @@ class Task(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
     labels = ArrayField(models.CharField(max_length=40), size=MAX_LABELS, default=list, blank=True)
-    # Kept by PostgreSQL from the title and body, for `q` (SPEC §13).
+    # Kept by PostgreSQL from the title, the body and the space, for `q` (SPEC §13, tasks.search).
     search = models.GeneratedField(
-        expression=SearchVector("title", "body", config=SEARCH_CONFIG),
+        expression=task_vector(),
         output_field=SearchVectorField(), db_persist=True,
     )
     # The title's terms for similar tasks (SPEC §16, tasks.similarity.terms), set at create.

@@ -51,7 +51,7 @@ def board_tasks(space: Space, params: QueryDict) -> QuerySet:
     wanted = QueryDict(mutable=True)
     for name in FILTERS:
         wanted.setlist(name, params.getlist(name))
-    filtered = TaskFilter(wanted, queryset=Task.objects.filter(space=space))
+    filtered = TaskFilter(wanted, space=space, queryset=Task.objects.filter(space=space))
     if not filtered.is_valid():
         raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
     return filtered.qs

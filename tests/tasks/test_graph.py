@@ -245,6 +245,52 @@ def test_q_searches_title_and_body_best_match_first_and_pages_by_offset(writer):
     assert writer.api.get(f'{S}/tasks?q="unbalanced OR -').status_code == 200
 
 
+def test_q_reads_only_its_own_spaces_matches_from_the_index(writer, space):
+    """SPEC §13, §11: the full-text index finds a space's matches without reading other
+    spaces' (each vector holds its space's lexeme, tasks.search): beside 300 matching tasks of
+    another space, the index scan of a search returns the space's 3 matches alone."""
+    import json
+
+    from django.db import connection, transaction
+    from django.http import QueryDict
+
+    from tasks.filters import filter_tasks
+    from tasks.models import Task
+    from tasks.search import text_match
+    from tests.factories import SpaceFactory
+
+    other = SpaceFactory(slug="elsewhere")
+    Task.objects.bulk_create([Task(space=other, number=n, title=f"zebrafish survey {n}", conflict_target=f"z{n}",
+                                   received_seq=0, payload_sha256="") for n in range(1, 301)])
+    for n in range(3):
+        create(writer, f"Zebrafish tank {n}")
+    Task.objects.bulk_create([Task(space=space, number=n, title=f"coral reef {n}", conflict_target=f"c{n}",
+                                   received_seq=0, payload_sha256="") for n in range(4, 304)])
+    tasks, _ = filter_tasks(space, QueryDict("q=zebrafish"))
+    assert f"S{space.pk}" in tasks.query.sql_with_params()[1]  # the list's query asks for the space's lexeme
+    # What the index alone finds for the words and the lexeme: the space's 3, not the other's 300.
+    sql, params = Task.objects.filter(text_match("zebrafish", space.pk)).values("pk").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE tasks_task")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # few rows: the planner would read them all
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        plan = cursor.fetchone()[0]
+    plan = json.loads(plan) if isinstance(plan, str) else plan
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    scans = [n for n in nodes(plan[0]["Plan"]) if n.get("Index Name") == "task_search"]
+    assert scans and all(n["Actual Rows"] == 3 for n in scans), scans
+    assert sorted(t.number for t in tasks) == [1, 2, 3]
+    assert writer.api.get(f"{S}/tasks?q=the").json()["results"] == []  # only stop words: nothing, not everything
+    assert writer.api.get(f"{S}/tasks?q=-zebrafish").json()["count"] == 300  # the space's others only
+    assert writer.api.get(f"{S}/tasks?q=S{other.pk}").json()["results"] == []  # the lexeme is not a word
+
+
 def test_a_window_takes_the_graph_fields_per_proposal(writer):
     create(writer, "first")
     results = writer.api.post(f"{S}/tasks/window", {"proposals": [
