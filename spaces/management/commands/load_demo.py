@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -17,7 +18,26 @@ class Command(BaseCommand):
             "its catalog as its stewards made them), and print a fresh key for its one demo steward (last line); "
             "the steward's earlier keys are revoked (only their hashes are kept).")
 
+    def add_arguments(self, parser):
+        parser.add_argument("--migrate", action="store_true",
+                            help="apply the migrations first (as `migrate --no-input`), in the same process")
+        parser.add_argument("--admin", metavar="USERNAME",
+                            help="then make this admin login if it does not exist, with the password in "
+                                 "DJANGO_SUPERUSER_PASSWORD (as `createsuperuser --no-input`)")
+
     def handle(self, *args, **options):
+        # bin/run's three steps in one process: each Django start costs seconds (docs/benchmarks.md).
+        if options["migrate"]:
+            call_command("migrate", interactive=False, verbosity=0)
+        self.load_demo()
+        if options["admin"]:
+            from django.contrib.auth import get_user_model
+
+            if not get_user_model().objects.filter(username=options["admin"]).exists():
+                call_command("createsuperuser", interactive=False, username=options["admin"],
+                             email=f"{options['admin']}@localhost", verbosity=0)
+
+    def load_demo(self) -> None:
         with transaction.atomic():
             space = Space.objects.select_for_update().filter(slug="agent-lab").first()
             if space is None:
