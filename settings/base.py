@@ -54,7 +54,6 @@ INSTALLED_APPS = [
     "allocation",
     "tasks",
     "exports",
-    "mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -183,12 +182,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
-    "filters": {"drop_refusals": {"()": "common.logs.DropRefusals"}},
-    # Refusals (4xx) are answers, not incidents: log server errors only (REST and MCP alike).
+    # Refusals (4xx) are answers, not incidents: log server errors only (REST and MCP alike; an
+    # MCP tool answers a refusal as its result, so the SDK logs nothing for it).
     "loggers": {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
-        "mcp_server.djangomcp": {"handlers": ["console"], "level": "WARNING", "filters": ["drop_refusals"],
-                                 "propagate": False},
     },
 }
 

@@ -6,7 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from tasks.fronts.board import board_data_view, board_duplicates_view, board_page, board_task_view
 from tasks.fronts.board_actions import board_action_view
-from tasks.fronts.mcp import MCPEndpoint
+from tasks.fronts.mcp_http import MCPEndpoint
 
 # The admin reads as this product, not as Django's.
 admin.site.site_header = "Spaces"

@@ -8,6 +8,6 @@ class TasksConfig(AppConfig):
     def ready(self) -> None:
         from tasks import errors, reference  # noqa: F401  (registers refusals and sections)
         # The fronts that register themselves: the REST views the share token's reissuer
-        # (spaces.secrets), the admin its model pages, the MCP toolset its tools (the MCP
-        # library looks for an app's `mcp` module; ours lives with the other fronts).
-        from tasks.fronts import admin, mcp, rest  # noqa: F401
+        # (spaces.secrets), the admin its model pages. (The MCP tools load with the first MCP
+        # request: tasks.fronts.mcp_http.)
+        from tasks.fronts import admin, rest  # noqa: F401

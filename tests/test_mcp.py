@@ -1,4 +1,4 @@
-"""The MCP front with the official `mcp` SDK client over streamable HTTP against a live server."""
+"""The MCP front with the official `mcp` SDK (2.x) client over streamable HTTP against a live server."""
 from __future__ import annotations
 
 import json
@@ -14,19 +14,30 @@ from tests.live_server import gunicorn
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
+def connected(base: str, key: str):
+    """The SDK 2.x client's streams to /mcp, with the member's key on an httpx client of our own."""
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=httpx.Timeout(30, read=90))
+    return http, streamable_http_client(f"{base}/mcp", http_client=http)
+
+
 async def session_calls(base: str, key: str, calls: list[tuple[str, dict]]):
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client  # noqa: the 1.x name
 
     results = []
-    async with streamablehttp_client(f"{base}/mcp", headers={"Authorization": f"Bearer {key}"}) as (read, write, _):
+    http, streams = connected(base, key)
+    async with http, streams as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = await session.list_tools()
             for name, arguments in calls:
                 result = await session.call_tool(name, arguments)
                 text = result.content[0].text if result.content else ""
-                results.append((result.isError, text))
+                # Every answer is structured, and its text is the same JSON (SPEC §10).
+                assert result.structured_content == json.loads(text), (name, text)
+                results.append((result.is_error, text))
     return tools, results
 
 
@@ -48,7 +59,8 @@ def test_tools_flow_and_refusals():
         ])
         by_name = {t.name: t for t in tools.tools}
         assert {"create_task", "next_task", "mark_done", "confirm_attempt", "bind_title", "supersede_task"} <= set(by_name)
-        assert "title" in by_name["create_task"].inputSchema["properties"] and by_name["create_task"].description
+        assert "title" in by_name["create_task"].input_schema["properties"] and by_name["create_task"].description
+        assert all(t.output_schema and t.output_schema["type"] == "object" for t in tools.tools)
         (e1, created), (e2, conflict), (e3, claimed), (e4, post) = results
         assert not e1 and json.loads(created)["work_item_id"] == "T1"
         assert e2
@@ -108,7 +120,7 @@ def test_every_mutating_tool_takes_an_idempotency_key_and_a_retry_replays():
                 "remove_blocker"}
     for tool in tools.tools:
         if tool.name in mutating:
-            assert "idempotency_key" in tool.inputSchema["properties"], tool.name
+            assert "idempotency_key" in tool.input_schema["properties"], tool.name
     (claimed, replayed), (given, given_again) = results[:2], results[2:]
     assert not claimed[0] and json.loads(claimed[1]) == json.loads(replayed[1])
     assert json.loads(claimed[1])["task"]["number"] == 1
@@ -131,8 +143,8 @@ def test_tools_validate_as_the_rest_routes_do_and_store_nothing_past_a_limit():
             ("add_note", {"number": 1, "body": "n", "criterion": 2 ** 40}),
             ("next_task", {"kind": "nonsense"}),
         ])
-    for is_error, text in results:  # the SDK puts "Error executing tool NAME: " before the refusal's JSON
-        assert is_error and json.loads(text.split(": ", 1)[1])["error"] == "invalid_request", text
+    for is_error, text in results:  # an error result whose content is the REST refusal, exactly
+        assert is_error and json.loads(text)["error"] == "invalid_request", text
     assert Task.objects.count() == 1 and not Post.objects.exists() and not Note.objects.exists()
 
 
@@ -196,19 +208,19 @@ def test_the_server_names_itself_and_the_projects_version():
     from importlib.metadata import version
 
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client  # noqa: the 1.x name
 
     space = load_agent_lab()
     _, key = member_with_key(space, "reader", "reader")
 
     async def handshake(base: str):
-        async with streamablehttp_client(f"{base}/mcp", headers={"Authorization": f"Bearer {key}"}) as (r, w, _):
+        http, streams = connected(base, key)
+        async with http, streams as (r, w):
             async with ClientSession(r, w) as session:
                 return await session.initialize()
 
     with gunicorn(workers=1) as base:
         result = anyio.run(handshake, base)
-    assert result.serverInfo.name == "spaces" and result.serverInfo.version == version("spaces-service")
+    assert result.server_info.name == "spaces" and result.server_info.version == version("spaces-service")
 
 
 def test_similar_tasks_over_mcp():
@@ -230,3 +242,21 @@ def test_similar_tasks_over_mcp():
     assert not e3 and json.loads(bound)["similar"] == json.loads(similar)["similar"]
     assert e4 and json.loads(refused[refused.index("{"):])["code"] == "similar_task_exists"
     assert not e5 and json.loads(second)["id"] == 2 and json.loads(second)["similar"][0]["id"] == 1
+
+
+def test_the_docs_python_quickstart_runs_as_written():
+    """docs/api.md's SDK 2.x quickstart, run as a user would paste it (the server and key swapped in)."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    block = re.search(r"\*\*The Python SDK 2\.x\*\*.*?```python\n(.*?)```", docs, re.S).group(1)
+    space = load_agent_lab()
+    _, key = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=1) as base:
+        script = block.replace("http://127.0.0.1:8000", base).replace("sk_…", key)
+        ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[0] == "task 1" and "Write the release notes" in ran.stdout

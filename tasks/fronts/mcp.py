@@ -1,31 +1,60 @@
 """The MCP front (SPEC §1, §10): agents' tools over the same commands as the REST routes (``tasks.commands``).
 
-Served at /mcp by django-mcp-server (stateless streamable HTTP from a synchronous Django
-view, so any server process answers), authenticated with the member's API key. A
-refusal comes back as a tool error whose text is the REST refusal's JSON.
+Served at /mcp by the official MCP SDK (2.x, ``MCPServer``): ``tasks/fronts/mcp_http.py``
+authenticates the member's API key as every REST route does and hands the request to the
+SDK's stateless streamable HTTP exchange, so any server process answers. Every tool answers
+a structured result (``structuredContent``, and the same JSON as text): what its REST twin
+answers, or, for a refusal, an error result whose structured content is exactly the REST
+problem body. A refusal is an answer, not a crash: nothing is logged for it.
+
+This module imports the SDK; nothing imports it until the first MCP request (the SDK costs
+about a second of every process start).
 """
 from __future__ import annotations
 
+import contextvars
+import functools
+import inspect
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
-from mcp.server.fastmcp.exceptions import ToolError
-from mcp_server import MCPToolset
-from mcp_server.views import MCPServerStreamableHttpView
+from asgiref.sync import sync_to_async
 from django.http import QueryDict
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
 from rest_framework.utils.encoders import JSONEncoder
 
 from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
 from common.refusals import DomainError, Unauthenticated
 from spaces import commands as space_commands
-from spaces.auth import ApiKeyAuthentication, bearer_token
 from spaces.commands import Command
-from spaces.models import Role
-from spaces.permissions import IsMember, role_refusal
+from spaces.models import Member, Role
+from spaces.permissions import role_refusal
 from spaces.reference import build_reference
 from tasks import commands, graph
 from tasks.filters import filter_tasks
 from tasks.serializers import TaskSerializer
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls: the member the API key authenticated, and the key as presented (an
+    operation with an idempotency key authenticates it again, in its unit of work)."""
+
+    member: Member
+    raw_key: str
+
+
+CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("mcp_caller")
+
+
+class Refused(Exception):
+    """A tool's refusal: the REST problem body, sent as the error result's structured content."""
+
+    def __init__(self, body: dict) -> None:
+        super().__init__(body.get("detail", ""))
+        self.body = body
 
 
 def tool_answer(call) -> Answer:
@@ -37,240 +66,68 @@ def tool_answer(call) -> Answer:
         return Answer(error.http_status, error.as_body())
 
 
-class SpacesTools(MCPToolset):
-    def _member(self, role: str = Role.READER):
-        member = self.request.user
-        refused = role_refusal(member, role)
-        if refused is not None:
-            raise refused
-        return member
-
-    def _run(self, role: str, action) -> Any:
-        """A read that is not a command of its own (space_info, reference, bind_title, list_tasks,
-        notifications): the role check, then the action, its refusal as the REST problem body."""
-        answer = tool_answer(lambda: action(self._member(role)))
-        if answer.status >= 400:
-            raise ToolError(json.dumps(answer.body))
-        return answer.body
-
-    def _command(self, command: Command, *, data: Any = None, idempotency_key: str | None = None,
-                 **lookups: Any) -> Any:
-        """Run a command (``tasks.commands``) as its REST route does: a command that changes something
-        runs as one unit of work, by the same runner; with ``idempotency_key`` the unit is an attempt
-        at an operation (SPEC §7.1), so a retry answers with the first outcome instead of doing the
-        work twice. The answer is the command's reply body; a refusal, the REST problem body."""
-        def act(member, unit=None) -> Answer:
-            reply = command(member, unit=unit, data=data, **lookups)
-            return Answer(reply.status, json.loads(json.dumps(reply.body, cls=JSONEncoder)))
-
-        if not command.mutates:
-            answer = tool_answer(lambda: act(self.request.user))
-        else:
-            def work(unit: UnitOfWork) -> Answer:
-                return tool_answer(lambda: act(unit.api_key.member if unit.api_key else self.request.user, unit))
-
-            idempotent = None if not idempotency_key else Idempotent(
-                raw_key=bearer_token(self.request.META.get("HTTP_AUTHORIZATION", "")) or "",
-                key=idempotency_key, method="MCP", path=f"/mcp/{command.name}",
-                body={"data": data, **lookups})
-            try:
-                api_key, answer = run_unit(work, idempotent=idempotent)
-            except DomainError as error:
-                raise ToolError(json.dumps(error.as_body())) from None
-            if answer is None:
-                raise ToolError(json.dumps(Unauthenticated().as_body()))
-        if answer.status >= 400:
-            raise ToolError(json.dumps(answer.body))
-        return answer.body
-
-    def space_info(self) -> dict:
-        """Your space: its slug, name and settings (claim hours, confirmations required, limits)."""
-        def act(member):
-            s = member.space
-            return {"slug": s.slug, "name": s.name, "task_claim_hours": s.task_claim_hours,
-                    "claim_lease_seconds": s.claim_lease_seconds, "similar_threshold": s.similar_threshold,
-                    "confirmations_required": s.confirmations_required,
-                    "max_claims_per_task": s.max_claims_per_task, "max_attempts_per_cycle": s.max_attempts_per_cycle}
-        return self._run(Role.READER, act)
-
-    def reference(self, section: str = "") -> dict:
-        """The service's rules for agents: section tasks, allocation, refusals, settlement, graph, live, similar or agents (empty for all)."""
-        return self._run(Role.READER, lambda m: build_reference(section or None))
-
-    def bind_title(self, title: str, work_item_id: str | None = None, delivery_mode: str = "result") -> dict:
-        """Preview how a title binds to the catalog (scores as exact fractions) without creating anything,
-        with `similar`: the live tasks whose titles look like it."""
-        data = {"title": title, "work_item_id": work_item_id, "delivery_mode": delivery_mode}
-        return self._command(commands.bind_title, data=data)
-
-    def similar_tasks(self, title: str) -> dict:
-        """The live tasks whose titles look like `title` (best first, at most 5, each with a score 0-1):
-        likely the same work under other words. Look before you create work no catalog slot names."""
-        return self._command(commands.similar_tasks, data={"title": title})
-
-    def likely_duplicates(self) -> dict:
-        """Pairs of live tasks likely to be the same work under other words, most alike first: for a steward
-        to supersede one of each pair (supersede_task) or say they differ (mark_not_duplicate)."""
-        return self._command(commands.likely_duplicates)
-
-    def mark_not_duplicate(self, number: int, task: int, idempotency_key: str | None = None) -> dict:
-        """Steward: tasks `number` and `task` are distinct work; the pair is not listed as likely duplicates again."""
-        return self._command(commands.mark_not_duplicate, data={"task": task}, number=number,
-                             idempotency_key=idempotency_key)
-
-    def create_task(self, title: str, body: str = "", delivery_mode: str = "result",
-                    work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
-                    blocked_by: list[int] | None = None, if_similar: str = "allow",
-                    idempotency_key: str | None = None) -> dict:
-        """Create a task. If the work already exists the error is 409 allocation_conflict naming the `winner`:
-        claim or join that task instead; on conflict_key_reserved retry after retry_after_ms with the same
-        idempotency_key (a retry with it never creates a second task). `priority` 0 (most urgent) to 4,
-        `labels` up to 10, `blocked_by` the numbers of tasks this one waits on. A title that binds no catalog
-        slot is answered with `similar` (live tasks that look like it); `if_similar="refuse"` makes any of them
-        a 409 similar_task_exists instead, with nothing created."""
-        data = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
-                "priority": priority, "labels": labels or [], "blocked_by": blocked_by or [],
-                "if_similar": if_similar}
-        return self._command(commands.create_task, data=data, idempotency_key=idempotency_key)
-
-    def create_tasks(self, proposals: list[dict], idempotency_key: str | None = None) -> dict:
-        """Several create intents in one allocation window, in order: each proposal is {"title", "body"?,
-        "delivery_mode"?, "work_item_id"?, "priority"?, "labels"?, "blocked_by"?} and gets the answer a single
-        create_task would have given."""
-        return self._command(commands.create_tasks, data={"proposals": proposals}, idempotency_key=idempotency_key)
-
-    def list_tasks(self, status: str = "", ready: bool | None = None, blocked: bool | None = None,
-                   priority: int | None = None, labels: list[str] | None = None, q: str = "",
-                   order: str = "") -> dict:
-        """Tasks of your space (the first 200), lowest number first; superseded ones only with
-        status=superseded. `ready`: open and nothing blocks them; `labels`: carrying all of them; `q`:
-        full-text search over titles and bodies, best match first; `order`: "next" for the order
-        next takes tasks (most urgent first, then lowest number)."""
-        def act(m):
-            params = QueryDict(mutable=True)
-            for name, value in {"status": status, "q": q, "priority": priority, "ready": ready,
-                                "blocked": blocked, "order": order}.items():
-                if value not in (None, ""):
-                    params[name] = str(value).lower() if isinstance(value, bool) else str(value)
-            params.setlist("label", list(labels or []))
-            tasks, by_offset = filter_tasks(m.space, params)
-            page = list((tasks if by_offset else tasks.order_by("number"))[:200])
-            graph.attach(page)
-            return {"tasks": TaskSerializer(page, many=True).data}
-        return self._run(Role.READER, act)
-
-    def update_task(self, number: int, priority: int | None = None, labels: list[str] | None = None,
-                    idempotency_key: str | None = None) -> dict:
-        """Change task `number`'s priority (0 most urgent to 4) or labels (the creator or a steward)."""
-        data = {k: v for k, v in {"priority": priority, "labels": labels}.items() if v is not None}
-        return self._command(commands.update_task, data=data, number=number, idempotency_key=idempotency_key)
-
-    def add_blocker(self, number: int, blocker: int, idempotency_key: str | None = None) -> dict:
-        """Task `number` waits on task `blocker` (no `next` hands it out until that one ends). A blocker that
-        would close a cycle is 422 dependency_cycle naming it."""
-        return self._command(commands.add_blocker, data={"task": blocker}, number=number,
-                             idempotency_key=idempotency_key)
-
-    def remove_blocker(self, number: int, blocker: int, idempotency_key: str | None = None) -> dict:
-        """Task `number` no longer waits on task `blocker`."""
-        return self._command(commands.remove_blocker, number=number, blocker=blocker,
-                             idempotency_key=idempotency_key)
-
-    def get_task(self, number: int) -> dict:
-        """One task with its live claims and its attempts with their checks."""
-        return self._command(commands.get_task, number=number)
-
-    def next_task(self, number: int | None = None, join: bool = False, kind: str = "task",
-                  labels: list[str] | None = None, wait: float = 0, idempotency_key: str | None = None) -> dict:
-        """Claim the most urgent ready task (lowest priority, then number; with `labels`, only tasks carrying
-        all of them); or task `number` (`join`=true to hold it beside other keys, up to 3);
-        or kind="check" for an attempt you may check. {"task": null} means nothing to do. `wait`: up to that
-        many seconds (0-60) to wait for work when there is none, instead of calling again."""
-        data = {k: v for k, v in {"number": number, "join": join, "kind": kind, "labels": labels,
-                                  "wait": wait or None}.items() if v is not None}
-        return self._command(commands.next_task, data=data, idempotency_key=idempotency_key)
-
-    def give_back(self, number: int, idempotency_key: str | None = None) -> dict:
-        """End your own claim on task `number`; other keys holding it keep theirs."""
-        return self._command(commands.give_back, number=number, idempotency_key=idempotency_key)
-
-    def heartbeat(self, number: int, idempotency_key: str | None = None) -> dict:
-        """Renew your claim on task `number` while you work on it (the space's claim_lease_seconds from now).
-        409 claim_lapsed: it lapsed (claim the task again); 409 not_holder: you hold none."""
-        return self._command(commands.heartbeat, number=number, idempotency_key=idempotency_key)
-
-    def create_post(self, body: str, title: str = "", idempotency_key: str | None = None) -> dict:
-        """Write a post (a result to cite with mark_done)."""
-        return self._command(space_commands.create_post, data={"body": body, "title": title},
-                             idempotency_key=idempotency_key)
-
-    def mark_done(self, number: int, post: int, idempotency_key: str | None = None) -> dict:
-        """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle)."""
-        return self._command(commands.mark_done, data={"post": post}, number=number, idempotency_key=idempotency_key)
-
-    def confirm_attempt(self, number: int, attempt: int, idempotency_key: str | None = None) -> dict:
-        """Confirm attempt `attempt` of task `number` (not your own, not one citing your post)."""
-        return self._command(commands.confirm_attempt, number=number, attempt=attempt,
-                             idempotency_key=idempotency_key)
-
-    def reject_attempt(self, number: int, attempt: int, reason: str = "", idempotency_key: str | None = None) -> dict:
-        """Reject attempt `attempt` of task `number`; the task reopens when no attempt waits."""
-        return self._command(commands.reject_attempt, data={"reason": reason}, number=number, attempt=attempt,
-                             idempotency_key=idempotency_key)
-
-    def add_note(self, number: int, body: str, criterion: int | None = None,
-                 idempotency_key: str | None = None) -> dict:
-        """A review note on task `number`; the same note again is 409 naming the first one."""
-        return self._command(commands.add_note, data={"body": body, "criterion": criterion}, number=number,
-                             idempotency_key=idempotency_key)
-
-    def notifications(self, unread_only: bool = True) -> dict:
-        """Your notifications (task_attempt, attempt_accepted, attempt_rejected, task_reopened, ...)."""
-        def act(m):
-            items = m.notifications.select_related("task").order_by("id")
-            if unread_only:
-                items = items.filter(read_at=None)
-            return {"notifications": [{"id": n.pk, "kind": n.kind, "task": n.task.number if n.task_id else None,
-                                       "details": n.details} for n in items[:200]]}
-        return self._run(Role.READER, act)
-
-    def supersede_task(self, number: int, surviving_task: int, reason: str = "allocation_duplicate",
-                       idempotency_key: str | None = None) -> dict:
-        """Steward: mark task `number` a leftover duplicate of `surviving_task`."""
-        return self._command(commands.supersede_task, data={"surviving_task": surviving_task, "reason": reason},
-                             number=number, idempotency_key=idempotency_key)
-
-    def assign_task(self, number: int, member: int, idempotency_key: str | None = None) -> dict:
-        """Steward: claim task `number` for member `member` (its status becomes assigned)."""
-        return self._command(commands.assign_task, data={"member": member}, number=number,
-                             idempotency_key=idempotency_key)
-
-    def withdraw_task(self, number: int, reason: str = "", idempotency_key: str | None = None) -> dict:
-        """Withdraw task `number` (its creator, or a steward): it ends and frees its conflict key."""
-        return self._command(commands.withdraw_task, data={"reason": reason}, number=number,
-                             idempotency_key=idempotency_key)
-
-    def reject_task(self, number: int, reason: str = "", idempotency_key: str | None = None) -> dict:
-        """Steward: reject task `number` (work nobody should do): it ends and frees its conflict key."""
-        return self._command(commands.reject_task, data={"reason": reason}, number=number,
-                             idempotency_key=idempotency_key)
-
-    def hold_slot(self, work_item_id: str, reason: str = "", idempotency_key: str | None = None) -> dict:
-        """Steward: hold a catalog slot so no new task takes it."""
-        return self._command(commands.hold_slot, data={"work_item_id": work_item_id, "reason": reason},
-                             idempotency_key=idempotency_key)
-
-    def release_slot(self, work_item_id: str, idempotency_key: str | None = None) -> dict:
-        """Steward: end the hold on a catalog slot; new tasks may take it again."""
-        return self._command(commands.release_slot, work_item_id=work_item_id, idempotency_key=idempotency_key)
+def member(role: str = Role.READER) -> Member:
+    caller = CALLER.get().member
+    refused = role_refusal(caller, role)
+    if refused is not None:
+        raise refused
+    return caller
 
 
-class MCPEndpoint(MCPServerStreamableHttpView):
-    """``/mcp``: the member's API key authenticates, as on every REST route."""
+def read_result(role: str, action) -> Any:
+    """A read that is not a command of its own (space_info, reference, list_tasks, notifications):
+    the role check, then the action, its refusal as the REST problem body."""
+    answer = tool_answer(lambda: action(member(role)))
+    if answer.status >= 400:
+        raise Refused(answer.body)
+    return answer.body
 
-    schema = None  # JSON-RPC, not REST: kept out of the OpenAPI schema
-    authentication_classes = [ApiKeyAuthentication]
-    permission_classes = [IsMember]
+
+def command_result(command: Command, *, data: Any = None, idempotency_key: str | None = None,
+                   **lookups: Any) -> Any:
+    """Run a command (``tasks.commands``) as its REST route does: a command that changes something
+    runs as one unit of work, by the same runner; with ``idempotency_key`` the unit is an attempt
+    at an operation (SPEC §7.1), so a retry answers with the first outcome instead of doing the
+    work twice. The answer is the command's reply body; a refusal, the REST problem body."""
+    caller = CALLER.get()
+
+    def act(who, unit=None) -> Answer:
+        reply = command(who, unit=unit, data=data, **lookups)
+        return Answer(reply.status, json.loads(json.dumps(reply.body, cls=JSONEncoder)))
+
+    if not command.mutates:
+        answer = tool_answer(lambda: act(caller.member))
+    else:
+        def work(unit: UnitOfWork) -> Answer:
+            return tool_answer(lambda: act(unit.api_key.member if unit.api_key else caller.member, unit))
+
+        idempotent = None if not idempotency_key else Idempotent(
+            raw_key=caller.raw_key, key=idempotency_key, method="MCP", path=f"/mcp/{command.name}",
+            body={"data": data, **lookups})
+        try:
+            _, answer = run_unit(work, idempotent=idempotent)
+        except DomainError as error:
+            raise Refused(error.as_body()) from None
+        if answer is None:
+            raise Refused(Unauthenticated().as_body())
+    if answer.status >= 400:
+        raise Refused(answer.body)
+    return answer.body
+
+
+def result(body: Any, *, error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], structured_content=body,
+                          is_error=error)
+
+
+def answered(fn: Callable[..., Any], arguments: dict[str, Any]) -> CallToolResult:
+    try:
+        return result(fn(**arguments))
+    except Refused as refusal:
+        return result(refusal.body, error=True)
+
+
+TOOLS: dict[str, Callable[..., Any]] = {}
 
 
 def project_version() -> str:
@@ -284,4 +141,232 @@ def project_version() -> str:
 
 
 # The server names itself and this project's version in its MCP handshake, not the library's.
-MCPEndpoint.mcp_server._mcp_server.version = project_version()
+server = MCPServer(name="spaces", version=project_version(), log_level="WARNING",  # Django's LOGGING decides
+                   instructions="Coordination of an agent team's work: create tasks once, claim the most "
+                                "urgent ready one, deliver numbered attempts, check each other's.")
+
+
+def tool(fn: Callable[..., dict]) -> Callable[..., dict]:
+    """Publish ``fn`` as a tool: its signature is the input schema, its docstring the description,
+    an object its output. The SDK awaits it; the work runs in the request's own thread (Django's
+    database connection is per thread), through ``sync_to_async``."""
+    @functools.wraps(fn)
+    async def call(**arguments: Any) -> dict[str, Any]:
+        return await sync_to_async(answered, thread_sensitive=True)(fn, arguments)
+
+    call.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
+    server.add_tool(call, name=fn.__name__, description=inspect.getdoc(fn), structured_output=True)
+    TOOLS[fn.__name__] = fn
+    return fn
+
+
+@tool
+def space_info() -> dict[str, Any]:
+    """Your space: its slug, name and settings (claim hours, confirmations required, limits)."""
+    def act(member):
+        s = member.space
+        return {"slug": s.slug, "name": s.name, "task_claim_hours": s.task_claim_hours,
+                "claim_lease_seconds": s.claim_lease_seconds, "similar_threshold": s.similar_threshold,
+                "confirmations_required": s.confirmations_required,
+                "max_claims_per_task": s.max_claims_per_task, "max_attempts_per_cycle": s.max_attempts_per_cycle}
+    return read_result(Role.READER, act)
+
+@tool
+def reference(section: str = "") -> dict[str, Any]:
+    """The service's rules for agents: section tasks, allocation, refusals, settlement, graph, live, similar or agents (empty for all)."""
+    return read_result(Role.READER, lambda m: build_reference(section or None))
+
+@tool
+def bind_title(title: str, work_item_id: str | None = None, delivery_mode: str = "result") -> dict[str, Any]:
+    """Preview how a title binds to the catalog (scores as exact fractions) without creating anything,
+    with `similar`: the live tasks whose titles look like it."""
+    data = {"title": title, "work_item_id": work_item_id, "delivery_mode": delivery_mode}
+    return command_result(commands.bind_title, data=data)
+
+@tool
+def similar_tasks(title: str) -> dict[str, Any]:
+    """The live tasks whose titles look like `title` (best first, at most 5, each with a score 0-1):
+    likely the same work under other words. Look before you create work no catalog slot names."""
+    return command_result(commands.similar_tasks, data={"title": title})
+
+@tool
+def likely_duplicates() -> dict[str, Any]:
+    """Pairs of live tasks likely to be the same work under other words, most alike first: for a steward
+    to supersede one of each pair (supersede_task) or say they differ (mark_not_duplicate)."""
+    return command_result(commands.likely_duplicates)
+
+@tool
+def mark_not_duplicate(number: int, task: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: tasks `number` and `task` are distinct work; the pair is not listed as likely duplicates again."""
+    return command_result(commands.mark_not_duplicate, data={"task": task}, number=number,
+                         idempotency_key=idempotency_key)
+
+@tool
+def create_task(title: str, body: str = "", delivery_mode: str = "result",
+                work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
+                blocked_by: list[int] | None = None, if_similar: str = "allow",
+                idempotency_key: str | None = None) -> dict[str, Any]:
+    """Create a task. If the work already exists the error is 409 allocation_conflict naming the `winner`:
+    claim or join that task instead; on conflict_key_reserved retry after retry_after_ms with the same
+    idempotency_key (a retry with it never creates a second task). `priority` 0 (most urgent) to 4,
+    `labels` up to 10, `blocked_by` the numbers of tasks this one waits on. A title that binds no catalog
+    slot is answered with `similar` (live tasks that look like it); `if_similar="refuse"` makes any of them
+    a 409 similar_task_exists instead, with nothing created."""
+    data = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
+            "priority": priority, "labels": labels or [], "blocked_by": blocked_by or [],
+            "if_similar": if_similar}
+    return command_result(commands.create_task, data=data, idempotency_key=idempotency_key)
+
+@tool
+def create_tasks(proposals: list[dict], idempotency_key: str | None = None) -> dict[str, Any]:
+    """Several create intents in one allocation window, in order: each proposal is {"title", "body"?,
+    "delivery_mode"?, "work_item_id"?, "priority"?, "labels"?, "blocked_by"?} and gets the answer a single
+    create_task would have given."""
+    return command_result(commands.create_tasks, data={"proposals": proposals}, idempotency_key=idempotency_key)
+
+@tool
+def list_tasks(status: str = "", ready: bool | None = None, blocked: bool | None = None,
+               priority: int | None = None, labels: list[str] | None = None, q: str = "",
+               order: str = "") -> dict[str, Any]:
+    """Tasks of your space (the first 200), lowest number first; superseded ones only with
+    status=superseded. `ready`: open and nothing blocks them; `labels`: carrying all of them; `q`:
+    full-text search over titles and bodies, best match first; `order`: "next" for the order
+    next takes tasks (most urgent first, then lowest number)."""
+    def act(m):
+        params = QueryDict(mutable=True)
+        for name, value in {"status": status, "q": q, "priority": priority, "ready": ready,
+                            "blocked": blocked, "order": order}.items():
+            if value not in (None, ""):
+                params[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        params.setlist("label", list(labels or []))
+        tasks, by_offset = filter_tasks(m.space, params)
+        page = list((tasks if by_offset else tasks.order_by("number"))[:200])
+        graph.attach(page)
+        return {"tasks": TaskSerializer(page, many=True).data}
+    return read_result(Role.READER, act)
+
+@tool
+def update_task(number: int, priority: int | None = None, labels: list[str] | None = None,
+                idempotency_key: str | None = None) -> dict[str, Any]:
+    """Change task `number`'s priority (0 most urgent to 4) or labels (the creator or a steward)."""
+    data = {k: v for k, v in {"priority": priority, "labels": labels}.items() if v is not None}
+    return command_result(commands.update_task, data=data, number=number, idempotency_key=idempotency_key)
+
+@tool
+def add_blocker(number: int, blocker: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Task `number` waits on task `blocker` (no `next` hands it out until that one ends). A blocker that
+    would close a cycle is 422 dependency_cycle naming it."""
+    return command_result(commands.add_blocker, data={"task": blocker}, number=number,
+                         idempotency_key=idempotency_key)
+
+@tool
+def remove_blocker(number: int, blocker: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Task `number` no longer waits on task `blocker`."""
+    return command_result(commands.remove_blocker, number=number, blocker=blocker,
+                         idempotency_key=idempotency_key)
+
+@tool
+def get_task(number: int) -> dict[str, Any]:
+    """One task with its live claims and its attempts with their checks."""
+    return command_result(commands.get_task, number=number)
+
+@tool
+def next_task(number: int | None = None, join: bool = False, kind: str = "task",
+              labels: list[str] | None = None, wait: float = 0, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Claim the most urgent ready task (lowest priority, then number; with `labels`, only tasks carrying
+    all of them); or task `number` (`join`=true to hold it beside other keys, up to 3);
+    or kind="check" for an attempt you may check. {"task": null} means nothing to do. `wait`: up to that
+    many seconds (0-60) to wait for work when there is none, instead of calling again."""
+    data = {k: v for k, v in {"number": number, "join": join, "kind": kind, "labels": labels,
+                              "wait": wait or None}.items() if v is not None}
+    return command_result(commands.next_task, data=data, idempotency_key=idempotency_key)
+
+@tool
+def give_back(number: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """End your own claim on task `number`; other keys holding it keep theirs."""
+    return command_result(commands.give_back, number=number, idempotency_key=idempotency_key)
+
+@tool
+def heartbeat(number: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Renew your claim on task `number` while you work on it (the space's claim_lease_seconds from now).
+    409 claim_lapsed: it lapsed (claim the task again); 409 not_holder: you hold none."""
+    return command_result(commands.heartbeat, number=number, idempotency_key=idempotency_key)
+
+@tool
+def create_post(body: str, title: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
+    """Write a post (a result to cite with mark_done)."""
+    return command_result(space_commands.create_post, data={"body": body, "title": title},
+                         idempotency_key=idempotency_key)
+
+@tool
+def mark_done(number: int, post: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle)."""
+    return command_result(commands.mark_done, data={"post": post}, number=number, idempotency_key=idempotency_key)
+
+@tool
+def confirm_attempt(number: int, attempt: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Confirm attempt `attempt` of task `number` (not your own, not one citing your post)."""
+    return command_result(commands.confirm_attempt, number=number, attempt=attempt,
+                         idempotency_key=idempotency_key)
+
+@tool
+def reject_attempt(number: int, attempt: int, reason: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
+    """Reject attempt `attempt` of task `number`; the task reopens when no attempt waits."""
+    return command_result(commands.reject_attempt, data={"reason": reason}, number=number, attempt=attempt,
+                         idempotency_key=idempotency_key)
+
+@tool
+def add_note(number: int, body: str, criterion: int | None = None,
+             idempotency_key: str | None = None) -> dict[str, Any]:
+    """A review note on task `number`; the same note again is 409 naming the first one."""
+    return command_result(commands.add_note, data={"body": body, "criterion": criterion}, number=number,
+                         idempotency_key=idempotency_key)
+
+@tool
+def notifications(unread_only: bool = True) -> dict[str, Any]:
+    """Your notifications (task_attempt, attempt_accepted, attempt_rejected, task_reopened, ...)."""
+    def act(m):
+        items = m.notifications.select_related("task").order_by("id")
+        if unread_only:
+            items = items.filter(read_at=None)
+        return {"notifications": [{"id": n.pk, "kind": n.kind, "task": n.task.number if n.task_id else None,
+                                   "details": n.details} for n in items[:200]]}
+    return read_result(Role.READER, act)
+
+@tool
+def supersede_task(number: int, surviving_task: int, reason: str = "allocation_duplicate",
+                   idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: mark task `number` a leftover duplicate of `surviving_task`."""
+    return command_result(commands.supersede_task, data={"surviving_task": surviving_task, "reason": reason},
+                         number=number, idempotency_key=idempotency_key)
+
+@tool
+def assign_task(number: int, member: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: claim task `number` for member `member` (its status becomes assigned)."""
+    return command_result(commands.assign_task, data={"member": member}, number=number,
+                         idempotency_key=idempotency_key)
+
+@tool
+def withdraw_task(number: int, reason: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
+    """Withdraw task `number` (its creator, or a steward): it ends and frees its conflict key."""
+    return command_result(commands.withdraw_task, data={"reason": reason}, number=number,
+                         idempotency_key=idempotency_key)
+
+@tool
+def reject_task(number: int, reason: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: reject task `number` (work nobody should do): it ends and frees its conflict key."""
+    return command_result(commands.reject_task, data={"reason": reason}, number=number,
+                         idempotency_key=idempotency_key)
+
+@tool
+def hold_slot(work_item_id: str, reason: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: hold a catalog slot so no new task takes it."""
+    return command_result(commands.hold_slot, data={"work_item_id": work_item_id, "reason": reason},
+                         idempotency_key=idempotency_key)
+
+@tool
+def release_slot(work_item_id: str, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: end the hold on a catalog slot; new tasks may take it again."""
+    return command_result(commands.release_slot, work_item_id=work_item_id, idempotency_key=idempotency_key)
+
+

@@ -1,0 +1,103 @@
+"""``/mcp``: the MCP SDK's streamable HTTP exchange, served from a synchronous Django view.
+
+The member's API key authenticates as on every REST route (a 401 or 403 before MCP is
+spoken). Then the request goes, as an ASGI exchange, to the SDK's session manager in its
+stateless JSON mode: each request is answered on its own, by whichever server process gets
+it, with no session to keep. The SDK runs in an event loop of its own for the request
+(``async_to_sync``); the tools' work comes back to this thread (``tasks.fronts.mcp``).
+
+The SDK is imported on the first MCP request, not when the URLs load: it costs about a second
+of every process start, management commands included.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from asgiref.sync import async_to_sync
+from django.http import HttpResponse
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from spaces.auth import ApiKeyAuthentication, bearer_token
+from spaces.permissions import IsMember
+
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "content-length"}
+
+
+def scope_of(request: Request) -> dict[str, Any]:
+    """The ASGI scope of this request, as a server would build it."""
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1"))
+               for name, value in request.headers.items()]
+    host, _, port = request.get_host().partition(":")
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": request.method,
+            "scheme": request.scheme, "path": request.path, "raw_path": request.path.encode(),
+            "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"), "root_path": "",
+            "headers": headers, "server": (host, int(port) if port.isdigit() else 80),
+            "client": (request.META.get("REMOTE_ADDR", ""), 0)}
+
+
+def exchange(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """One request through the SDK's stateless session manager: status, headers, body."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from tasks.fronts.mcp import server
+
+    sent: dict[str, Any] = {"status": 500, "headers": [], "body": []}
+
+    async def receive() -> dict[str, Any]:
+        if not sent.get("read"):
+            sent["read"] = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()  # the client stays connected until the answer is sent
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            sent["status"], sent["headers"] = message["status"], list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            sent["body"].append(message.get("body", b""))
+
+    async def run() -> None:
+        # Host and Origin are Django's to check (ALLOWED_HOSTS, and no cookies are read here).
+        manager = StreamableHTTPSessionManager(
+            app=server._lowlevel_server, json_response=True, stateless=True,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+
+    async_to_sync(run)()
+    return sent["status"], sent["headers"], b"".join(sent["body"])
+
+
+class MCPEndpoint(APIView):
+    """``/mcp``: the member's API key authenticates, as on every REST route."""
+
+    schema = None  # JSON-RPC, not REST: kept out of the OpenAPI schema
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes = [IsMember]
+
+    def answer(self, request: Request) -> HttpResponse:
+        from tasks.fronts.mcp import CALLER, Caller
+
+        raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) or ""
+        token = CALLER.set(Caller(member=request.user, raw_key=raw_key))
+        try:
+            status, headers, body = exchange(scope_of(request), request.body)
+        finally:
+            CALLER.reset(token)
+        response = HttpResponse(body, status=status)
+        for name, value in headers:
+            if name.decode("latin-1").lower() not in HOP_BY_HOP:
+                response[name.decode("latin-1")] = value.decode("latin-1")
+        return response
+
+    def get(self, request: Request) -> HttpResponse:
+        return self.answer(request)
+
+    def post(self, request: Request) -> HttpResponse:
+        return self.answer(request)
+
+    def delete(self, request: Request) -> HttpResponse:
+        return self.answer(request)
