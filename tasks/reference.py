@@ -204,16 +204,13 @@ def agents_section() -> dict:
     """The MCP tools and the CLI, described from the code that serves them."""
     import inspect
 
-    from tasks.fronts.mcp import SpacesTools
+    from tasks.fronts.mcp import TOOLS  # the MCP SDK loads here, on the first read of this section
 
-    tools = {
-        name: inspect.getdoc(method).replace("\n", " ")
-        for name, method in inspect.getmembers(SpacesTools, predicate=inspect.isfunction)
-        if not name.startswith("_")
-    }
+    tools = {name: inspect.getdoc(fn).replace("\n", " ") for name, fn in sorted(TOOLS.items())}
     return {
         "mcp": {"endpoint": "/mcp (streamable HTTP, stateless; Authorization: Bearer <key>)", "tools": tools,
-                "refusals": "a refused call is a tool error whose text is the REST refusal's JSON"},
+                "answers": "a structured result: structuredContent is the REST answer, its text the same JSON",
+                "refusals": "an error result (isError) whose structuredContent is the REST refusal's body"},
         "cli": "pip install the project, set SPACES_URL (the space's URL) and SPACES_KEY, run `spaces --help`; "
                "mutating commands reuse one Idempotency-Key across retries; exit 0 done, 1 refused, 2 usage or "
                "connection failure",
