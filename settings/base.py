@@ -180,7 +180,9 @@ SPACES_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("SPACES_TRUSTED_PROX
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # WARNING and up: Django's own "django" logger prints its INFO lines (the autoreloader's
+    # "Watching for file changes") itself, and would print each twice through the root here.
+    "handlers": {"console": {"class": "logging.StreamHandler", "level": "WARNING"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     # Refusals (4xx) are answers, not incidents: log server errors only (REST and MCP alike; an
     # MCP tool answers a refusal as its result, so the SDK logs nothing for it).

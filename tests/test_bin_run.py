@@ -95,6 +95,11 @@ def test_every_run_keeps_one_demo_steward_revokes_the_last_key_and_stops_what_it
         base = f"http://127.0.0.1:{port}"
         assert f"{base}/board/agent-lab/" in output and f"export SPACES_URL={api} SPACES_KEY={key}" in output
         assert "user admin" in output and data[2].stat().st_mode & 0o077 == 0  # the admin password: owner-only
+        # A quiet start: no warning of our own set-up, each line of Django's once.
+        noise = [line for line in output.splitlines() if re.search(r"warn|deprecat|error", line, re.I)
+                 and "This is a development server" not in line]
+        assert noise == [], noise
+        assert output.count("Watching for file changes") == 1, output
         leftovers = subprocess.run(["pgrep", "-f", f".postgres/{name}"], capture_output=True, text=True).stdout
         assert leftovers == "", "the embedded server outlived bin/run"
         stopped = manage(name, "sweep", "--dry-run")  # with nothing running: how to start it, in one line
