@@ -121,6 +121,15 @@ class TaskFilter(django_filters.FilterSet):
 LIST_PARAMETERS = frozenset({*TaskFilter.Meta.fields, "label", "include_superseded"})
 
 
+def checked_filter(params: QueryDict, *, space, queryset: QuerySet) -> TaskFilter:
+    """``queryset`` through the task filter (the lists', the board's): a bad parameter is
+    ``422 invalid_request`` naming it, on every front."""
+    filtered = TaskFilter(params, space=space, queryset=queryset)
+    if not filtered.is_valid():
+        raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
+    return filtered
+
+
 def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
     """A space's tasks as a list's query parameters ask (every front's one reading of them), and
     whether they are ordered other than by number (by match for ``q``, as ``next`` takes them
@@ -131,8 +140,6 @@ def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
     statuses = params.getlist("status")
     include = params.get("include_superseded", "").lower() in ("1", "true", "yes")
     tasks = selectors.list_tasks(space=space, include_superseded=include or TaskStatus.SUPERSEDED in statuses)
-    filtered = TaskFilter(params, space=space, queryset=tasks)
-    if not filtered.is_valid():
-        raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
+    filtered = checked_filter(params, space=space, queryset=tasks)
     data = filtered.form.cleaned_data
     return filtered.qs, bool(data.get("q", "").strip()) or data.get("order") == "next"

@@ -115,6 +115,9 @@ def test_a_claim_about_to_lapse_is_marked_and_a_lapsed_one_shows_ready(space, st
     Claim.objects.update(expires_at=now - timedelta(seconds=1))
     lapsed = viewer.get(DATA, headers={"If-None-Match": marked["ETag"]}).json()
     assert lapsed["columns"]["ready"]["cards"] == [1] and lapsed["cards"]["1"]["holders"] == []
+    assert marked.json()["cards"]["1"]["lapsed"] is None and lapsed["cards"]["1"]["lapsed"]  # marked as lapsed
+    writer.api.post("/v1/spaces/agent-lab/next")  # held again: no longer marked
+    assert viewer.get(DATA).json()["cards"]["1"]["lapsed"] is None
     assert TaskEvent.objects.filter(kind="claim_lapsed").count() == 1
 
 
@@ -200,7 +203,7 @@ def test_a_steward_acts_from_the_board_through_the_api_commands(space, steward, 
     assert Task.objects.get(pk=dup.pk).superseded_by_id == keep.pk
 
 
-def test_without_the_permission_there_is_no_control_and_a_forged_post_is_refused(space, steward):
+def test_without_the_permission_there_is_no_control_and_a_forged_post_is_refused(space, steward, reader):
     import json
     import re
 
@@ -221,6 +224,8 @@ def test_without_the_permission_there_is_no_control_and_a_forged_post_is_refused
     page = careful.get(BOARD).content.decode()
     controls = json.loads(re.search(r'id="board-controls" type="application/json">(.*?)</script>', page).group(1))
     assert controls["update"] and controls["withdraw"] and not controls["hold"]  # no add_slothold
+    choices = json.loads(re.search(r'id="board-members" type="application/json">(.*?)</script>', page).group(1))
+    assert [name for _, name in choices] == ["steward"]  # Assign offers who may attempt work, no reader
     forged = careful.post(f"{TASKS}{task.number}/withdraw", {}, content_type="application/json")
     assert forged.status_code == 403  # no CSRF token: another site's page cannot act as the steward
     assert Task.objects.get(pk=task.pk).status == "open"

@@ -22,9 +22,11 @@ from django.utils import timezone
 from allocation import services as allocation
 from allocation.models import SlotHold
 from spaces.models import Role, Space
-from common.refusals import DomainError, InvalidRequest
+from spaces.permissions import role_refusal
+from common.problems import problem_response
+from common.refusals import DomainError
 from tasks import graph, history, lapses, selectors, similarity
-from tasks.filters import TaskFilter, blocked, ready_condition
+from tasks.filters import blocked, checked_filter, ready_condition
 from tasks.models import PRIORITIES, Attempt, Claim, ClaimEnd, SpaceLabel, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
 from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, done_per_hour, space_summary
@@ -51,10 +53,7 @@ def board_tasks(space: Space, params: QueryDict) -> QuerySet:
     wanted = QueryDict(mutable=True)
     for name in FILTERS:
         wanted.setlist(name, params.getlist(name))
-    filtered = TaskFilter(wanted, space=space, queryset=Task.objects.filter(space=space))
-    if not filtered.is_valid():
-        raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
-    return filtered.qs
+    return checked_filter(wanted, space=space, queryset=Task.objects.filter(space=space)).qs
 
 
 def column_queries(tasks: QuerySet, now) -> dict[str, QuerySet]:
@@ -198,22 +197,19 @@ def board_page(request: HttpRequest, slug: str) -> HttpResponse:
     from tasks.fronts.board_actions import controls
 
     space = get_object_or_404(Space, slug=slug)
-    members = list(space.members.order_by("name").values_list("pk", "name", "role"))
+    members = list(space.members.order_by("name").only("pk", "name", "role"))
     labels = SpaceLabel.objects.filter(space=space).order_by("label").values_list("label", flat=True)
     allowed = controls(request.user)
     return render(request, "board/board.html", {
-        "space": space, "columns": COLUMNS, "members": [(pk, name) for pk, name, _ in members],
+        "space": space, "columns": COLUMNS, "members": [(m.pk, m.name) for m in members],
         "labels": labels[:LABELS_OFFERED], "priorities": list(PRIORITIES),
         "data_url": reverse("board-data", args=[space.slug]),
         "pairs_url": reverse("board-duplicates", args=[space.slug]),
         "task_url": reverse("board-task", args=[space.slug, 0]).removesuffix("0"),
         "controls": allowed, "can_act": any(allowed.values()),
-        # who a task can be assigned to: members who may attempt work (SPEC §5.2)
-        "member_choices": [[pk, name] for pk, name, role in members if role != Role.READER]})
-
-
-def refused(error: DomainError) -> JsonResponse:
-    return JsonResponse(error.as_body(), status=error.http_status)
+        # who the picker offers for Assign: members with the role to attempt work (the command
+        # refuses any other, SPEC §5.2)
+        "member_choices": [[m.pk, m.name] for m in members if role_refusal(m, Role.WRITER) is None]})
 
 
 @staff_member_required
@@ -230,7 +226,7 @@ def board_data_view(request: HttpRequest, slug: str) -> HttpResponse:
         data = board_data(space, since=int_param(request, "since"), numbers=numbers, params=request.GET,
                           member=member)
     except DomainError as error:
-        return refused(error)
+        return problem_response(error)
     data["version"] = int(etag.strip('"').split(".")[0])
     response = JsonResponse(data)
     response["ETag"] = etag
@@ -251,7 +247,7 @@ def board_task_view(request: HttpRequest, slug: str, number: int) -> HttpRespons
     try:
         panel = task_panel(space, number)
     except DomainError as error:
-        return refused(error)
+        return problem_response(error)
     response = JsonResponse(panel)
     response["Cache-Control"] = "private, no-cache"
     return response

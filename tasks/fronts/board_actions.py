@@ -19,12 +19,13 @@ from django.views.decorators.http import require_POST
 
 from allocation.runner import in_unit
 from common import json_input
+from common.problems import problem_response
 from common.refusals import DomainError, Forbidden, MalformedJson, NotFound
 from spaces.commands import Command
 from spaces.models import Space
 from spaces.services import steward_for_admin_user
 from tasks import commands, selectors
-from tasks.fronts.board import cards, refused
+from tasks.fronts.board import cards
 from tasks.models import Task
 
 CHANGE = "tasks.change_task"
@@ -54,10 +55,6 @@ ACTIONS: dict[str, BoardAction] = {
 }
 
 
-def may(user, permission: str) -> bool:
-    return user.has_perm(permission)
-
-
 def request_body(request: HttpRequest) -> dict:
     """The body as every front reads JSON (``common.json_input``): an object, else ``400``."""
     try:
@@ -76,7 +73,7 @@ def board_action_view(request: HttpRequest, slug: str, number: int, action: str)
         board_action = ACTIONS.get(action)
         if board_action is None:
             raise NotFound(f"No board action {action!r}; the board offers {', '.join(ACTIONS)}.")
-        if not may(request.user, board_action.permission):
+        if not request.user.has_perm(board_action.permission):
             raise Forbidden(f"Your account lacks the {board_action.permission} permission.")
         space = get_object_or_404(Space, slug=slug)
         body = request_body(request)
@@ -85,10 +82,10 @@ def board_action_view(request: HttpRequest, slug: str, number: int, action: str)
         in_unit(lambda unit: board_action.command(actor, unit=unit, data=board_action.data(task, body),
                                                   **board_action.lookups(task)))
     except DomainError as error:
-        return refused(error)
+        return problem_response(error)
     return JsonResponse({"card": cards(space, [number])[number]})
 
 
 def controls(user) -> dict[str, Any]:
     """Which actions the page offers this user: a control for each it may use, none else."""
-    return {name: may(user, action.permission) for name, action in ACTIONS.items()}
+    return {name: user.has_perm(action.permission) for name, action in ACTIONS.items()}
