@@ -102,11 +102,11 @@ def free_port() -> int:
 @contextmanager
 def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path = ROOT,
              worker_class: str = "sync", threads: int = 1, shipped: bool = False,
-             processes: list | None = None) -> Iterator[str]:
-    """A gunicorn serving the checkout at ``root`` (this one unless told) on a free port:
-    ``workers`` of ``worker_class`` with persistent connections, or with ``shipped`` the
-    project's own gunicorn.conf.py as it is (WEB_CONCURRENCY=``workers``). ``processes``
-    receives the master process."""
+             processes: list | None = None, python: str = sys.executable) -> Iterator[str]:
+    """A gunicorn serving the checkout at ``root`` (this one unless told) on a free port, run
+    by ``python``: ``workers`` of ``worker_class`` with persistent connections, or with
+    ``shipped`` the project's own gunicorn.conf.py as it is (WEB_CONCURRENCY=``workers``).
+    ``processes`` receives the master process."""
     import http.client
 
     port = free_port()
@@ -128,7 +128,7 @@ def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path 
         command = ["settings.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
                    "--worker-class", worker_class, "--threads", str(threads), "--log-level", "warning",
                    "--backlog", "2048"]
-    process = subprocess.Popen([sys.executable, "-m", "gunicorn", *command], cwd=root, env=env)
+    process = subprocess.Popen([python, "-m", "gunicorn", *command], cwd=root, env=env)
     if processes is not None:
         processes.append(process)
     try:

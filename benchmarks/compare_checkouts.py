@@ -1,6 +1,7 @@
 """Compare this checkout with another one (e.g. the commit before a change), side by side.
 
     git worktree add /tmp/before HEAD~1
+    (cd /tmp/before && . bin/setup-venv)   # its own .venv, when its dependencies differ
     .venv/bin/python benchmarks/compare_checkouts.py /tmp/before [--clients 8] [--repeats 5] [--seconds 2]
 
 Each checkout is served by its own gunicorn (2 sync workers) on a fresh database of its
@@ -46,6 +47,12 @@ def prepare() -> list[str]:
             for i in range(32)]
 
 
+def interpreter(root: Path) -> str:
+    """The checkout's own environment (its ``.venv``: checkouts' dependencies differ), else ours."""
+    own = root / ".venv" / "bin" / "python"
+    return str(own) if own.exists() else sys.executable
+
+
 def prepare_checkout(root: Path, url: str) -> list[str]:
     """Migrate ``url``'s database and run ``prepare`` with the checkout at ``root``'s own code."""
     recreate_database(url)
@@ -58,7 +65,7 @@ def prepare_checkout(root: Path, url: str) -> list[str]:
         from django.core.management import call_command
         call_command("migrate", verbosity=0)
     """) + textwrap.dedent(inspect.getsource(prepare)) + "\nprint(json.dumps(prepare()))\n"
-    done = subprocess.run([sys.executable, "-c", code], cwd=root,
+    done = subprocess.run([interpreter(root), "-c", code], cwd=root,
                           env={**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "1"},
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -118,7 +125,7 @@ def main() -> None:
     loads = {"other": scenarios(prepare_checkout(other, urls["other"])),
              "this": scenarios(prepare_checkout(ROOT, urls["this"]))}
 
-    with gunicorn(urls["other"], root=other) as before, gunicorn(urls["this"]) as this:
+    with gunicorn(urls["other"], root=other, python=interpreter(other)) as before, gunicorn(urls["this"]) as this:
         servers = {before: "other", this: "this"}
         for server, side in servers.items():  # warm up: the occupied task exists, replays are stored
             run_load(server, loads[side]["409"], clients=1, seconds=0.5)
