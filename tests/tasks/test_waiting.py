@@ -215,8 +215,9 @@ def test_the_listener_terminated_comes_back_and_waiters_still_get_work(writer, s
     assert listener.connected.wait(5)
     connects = listener.connects
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                       [LISTENER_NAME])
+        # This database's listener only: a test running beside this one has its own.
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                       " WHERE application_name = %s AND datname = current_database()", [LISTENER_NAME])
         assert cursor.fetchall() == [(True,)]
     create_task(space=space, actor=steward.member, title="Retry policy")  # its NOTIFY may be lost
     made = time.monotonic()
