@@ -9,7 +9,9 @@ own on one server (BENCH_DATABASE_URL's, by default the embedded server in
 .postgres/bench), migrated and filled by that checkout's own code, so checkouts whose
 migrations differ compare too. Every repeat runs each scenario on both, in alternating
 order, so the machine's drift falls on both alike. Prints each repeat and the median
-ratio of this checkout's rate to the other's; asserts nothing.
+ratio of this checkout's rate to the other's, and where a request's CPU went on each side
+(the checkout's gunicorn processes, and the database server's while it ran); asserts
+nothing.
 """
 from __future__ import annotations
 
@@ -101,6 +103,34 @@ def team_loop() -> list[Step]:
     ]
 
 
+def cpu_seconds(processes: list) -> float:
+    """User and system CPU of ``processes`` and their children so far (psutil)."""
+    import psutil
+
+    total = 0.0
+    for process in processes:
+        try:
+            root = psutil.Process(process.pid)
+            for each in [root, *root.children(recursive=True)]:
+                times = each.cpu_times()
+                total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def database_processes(url: str) -> list:
+    """The database server's postmaster (its backends are its children)."""
+    import psycopg
+    import psutil
+
+    from benchmarks.common import psycopg_dsn
+
+    with psycopg.connect(psycopg_dsn(url)) as conn:
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        return [psutil.Process(pid).parent()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("other", type=Path, help="the other checkout (a directory with manage.py)")
@@ -125,8 +155,12 @@ def main() -> None:
     loads = {"other": scenarios(prepare_checkout(other, urls["other"])),
              "this": scenarios(prepare_checkout(ROOT, urls["this"]))}
 
-    with gunicorn(urls["other"], root=other, python=interpreter(other)) as before, gunicorn(urls["this"]) as this:
+    masters: dict[str, list] = {"other": [], "this": []}
+    with gunicorn(urls["other"], root=other, python=interpreter(other), processes=masters["other"]) as before, \
+            gunicorn(urls["this"], processes=masters["this"]) as this:
         servers = {before: "other", this: "this"}
+        database = database_processes(url)
+        cpu: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (scenario, side) → (server, database) µs a request
         for server, side in servers.items():  # warm up: the occupied task exists, replays are stored
             run_load(server, loads[side]["409"], clients=1, seconds=0.5)
             run_load(server, loads[side]["replay"], clients=32, seconds=1)
@@ -137,8 +171,15 @@ def main() -> None:
                 refresh_statistics(side_url)
             for name in names:
                 order = (before, this) if repeat % 2 == 0 else (this, before)
-                results = {server: run_load(server, loads[servers[server]][name], clients=args.clients,
-                                            seconds=args.seconds) for server in order}
+                results = {}
+                for server in order:
+                    side = servers[server]
+                    spent = cpu_seconds(masters[side]), cpu_seconds(database)
+                    results[server] = run_load(server, loads[side][name], clients=args.clients, seconds=args.seconds)
+                    done = max(results[server].requests, 1)
+                    cpu.setdefault((name, side), []).append(
+                        ((cpu_seconds(masters[side]) - spent[0]) / done * 1e6,
+                         (cpu_seconds(database) - spent[1]) / done * 1e6))
                 ratio = results[this].rps / results[before].rps
                 ratios[name].append(ratio)
                 print(f"repeat {repeat + 1}  {name:<11} other {results[before].rps:7.0f} req/s   "
@@ -148,6 +189,14 @@ def main() -> None:
     for name in names:
         print(f"  {name:<11} {statistics.median(ratios[name]):.2f}x   (repeats: "
               f"{', '.join(f'{r:.2f}' for r in ratios[name])})")
+    print("== CPU a request, median (µs): the checkout's gunicorn + the database server")
+    for name in names:
+        line = []
+        for side in ("other", "this"):
+            server = statistics.median(c[0] for c in cpu[(name, side)])
+            db = statistics.median(c[1] for c in cpu[(name, side)])
+            line.append(f"{side} {server:5.0f} + {db:5.0f} = {server + db:5.0f}")
+        print(f"  {name:<11} " + "   ".join(line))
 
 
 if __name__ == "__main__":

@@ -52,11 +52,34 @@ def layer(filename: str, name: str) -> str:
     return "spaces"
 
 
+def print_statements(call, requests: int) -> None:
+    """Each statement's time as the client sees it (round trip included), per request."""
+    from django.db import connection
+
+    spent: dict[str, list[float]] = defaultdict(list)
+
+    def timed(execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            spent[" ".join(sql.split())[:70]].append(time.perf_counter() - started)
+
+    with connection.execute_wrapper(timed):
+        for n in range(requests):
+            call(n)
+    print("  statements (µs per request: the client's wait, round trip included)")
+    for sql, times in sorted(spent.items(), key=lambda item: -sum(item[1])):
+        print(f"  {sum(times) / requests * 1e6:7.0f}  {len(times) / requests:4.1f}x  {sql}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--route", choices=sorted(ROUTES), default="create")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--statements", action="store_true",
+                        help="also time each statement the route sends (without the profiler)")
     parser.add_argument("--save", type=Path, help="also write the profile there (pstats), to compare two checkouts")
     args = parser.parse_args()
 
@@ -102,6 +125,8 @@ def main() -> None:
     for n in range(args.requests):  # the same route's requests without the profiler, for their real time
         call(2_000_000 + n)
     plain = (time.perf_counter() - started) / args.requests
+    if args.statements:
+        print_statements(lambda n: call(3_000_000 + n), args.requests)
     statuses: dict[int, int] = defaultdict(int)
     profile = cProfile.Profile()
     profile.enable()

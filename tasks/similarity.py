@@ -135,12 +135,14 @@ def required_terms(title_terms: Sequence[str], weights: Weights, threshold: floa
 
 
 def probe_terms(title_terms: Sequence[str], weights: Weights, threshold: float) -> list[str]:
-    """The terms a title's matches are looked up by: its required terms that fewer than
-    COUNT_CAP live titles have. A term that common weighs the least a term can, and looking it
-    up would read a share of the whole space; so a title that shares *only* such terms with
-    this one (both made of the space's most common words) is not found. That keeps each
-    lookup at most COUNT_CAP index rows a term, however large and repetitive the space."""
-    return [t for t in required_terms(title_terms, weights, threshold) if weights.counts.get(t, 0) < COUNT_CAP]
+    """The terms a title's matches are looked up by: its required terms that some live title
+    has, but fewer than COUNT_CAP. A term no live title has finds nobody, so a title whose
+    required terms are all new words has no candidates to read. A term that common weighs the
+    least a term can, and looking it up would read a share of the whole space; so a title that
+    shares *only* such terms with this one (both made of the space's most common words) is not
+    found. That keeps each lookup at most COUNT_CAP index rows a term, however large and
+    repetitive the space."""
+    return [t for t in required_terms(title_terms, weights, threshold) if 0 < weights.counts.get(t, 0) < COUNT_CAP]
 
 
 @dataclass(frozen=True)
