@@ -4,6 +4,9 @@ from django.views.decorators.cache import cache_page
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from exports import urls as exports_urls
+from spaces import urls as spaces_urls
+from tasks import urls as tasks_urls
 from tasks.fronts.board import board_data_view, board_duplicates_view, board_page, board_task_view
 from tasks.fronts.board_actions import board_action_view
 from tasks.fronts.mcp_http import MCPEndpoint
@@ -13,7 +16,12 @@ admin.site.site_header = "Spaces"
 admin.site.site_title = "Spaces"
 admin.site.index_title = "Spaces administration"
 
+# The API's routes first, in one include, the busiest (the tasks') first: a request resolves
+# its route without trying the browser's routes, and matches "v1/" once.
+API_ROUTES = [*tasks_urls.urlpatterns, *spaces_urls.urlpatterns, *exports_urls.urlpatterns]
+
 urlpatterns = [
+    path("v1/", include(API_ROUTES)),
     path("", RedirectView.as_view(url="/v1/", permanent=False)),
     path("admin/", admin.site.urls),
     # The board (SPEC §14): staff users with view_task, logged in as for the admin.
@@ -29,9 +37,6 @@ urlpatterns = [
     # Swagger UI with its start-up script served as a file of its own, so the page's
     # Content-Security-Policy allows no inline script.
     path("v1/docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
-    path("v1/", include("spaces.urls")),
-    path("v1/", include("tasks.urls")),
-    path("v1/", include("exports.urls")),
 ]
 
 handler400 = "common.problems.bad_request_view"
