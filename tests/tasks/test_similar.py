@@ -165,6 +165,20 @@ def test_only_terms_as_common_as_a_term_gets_are_kept_between_reads():
     assert kept.fresh(2, ["fix"]) == {} and kept.common(1) == ["fix"]
 
 
+def test_kept_counts_are_filed_by_space_and_the_least_recently_kept_go_first():
+    cap = similarity.COUNT_CAP
+    kept = similarity.KeptCounts(size=3)
+    kept.keep(1, {"fix": cap, "flaky": cap})
+    kept.keep(2, {"fix": cap})
+    assert kept.common(1) == ["fix", "flaky"] and kept.common(2) == ["fix"] and kept.common(3) == []
+    kept.keep(1, {"fix": cap})  # kept again: now the most recent
+    kept.keep(3, {"deploy": cap})  # one too many: space 1's "flaky" was kept least recently
+    assert kept.common(1) == ["fix"] and kept.fresh(1, ["flaky"]) == {}
+    kept.keep(3, {"login": cap, "retry": cap})  # space 2's "fix", then space 1's, make room
+    assert kept.common(2) == [] and kept.common(1) == [] and sorted(kept.common(3)) == ["deploy", "login", "retry"]
+    assert set(kept.spaces) == {3}
+
+
 def test_the_reference_explains_similar_tasks(anonymous):
     section = anonymous.get("/v1/reference?section=similar").json()["similar"]
     assert section["settings"]["similar_threshold"]["default"] == similarity.DEFAULT_THRESHOLD
