@@ -207,6 +207,15 @@ class UnitOfWork:
             self.overtaken = current
             raise UnitOvertaken(current)
 
+    def yield_to_another_attempt(self) -> None:
+        """Another attempt at this unit's operation took its work over while both were between
+        their two transactions (it replaced this unit's reservation while the lock was free),
+        although this unit holds the lock again: this unit writes nothing more and answers as an
+        attempt that lost the lock does (``UnitOvertaken``: in progress, or the settled answer)."""
+        current = Operation.objects.get(pk=self.operation.pk)
+        self.overtaken = current
+        raise UnitOvertaken(current)
+
     def wait_for(self, waiter: "Waitable", seconds: float) -> bool:
         """The work found nothing it may take and the caller may wait up to ``seconds`` (SPEC
         §15): True when the runner will wait on ``waiter`` and run this unit again once it is

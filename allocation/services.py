@@ -180,6 +180,12 @@ def find_occupancy(space: Space, key: ConflictKey) -> Occupancy | None:
     return Occupancy.objects.select_related("task").filter(**key_filter(space, key)).first()
 
 
+def reserved_for(space: Space, key: ConflictKey, operation: Operation | None) -> bool:
+    """Whether the key's reservation is now one of ``operation``'s: another attempt at the
+    same operation replaced this one's (SPEC §7.1)."""
+    return operation is not None and Reservation.objects.filter(**key_filter(space, key), operation=operation).exists()
+
+
 def reservation_fields(*, space: Space, member: Member, payload_sha256: str,
                        operation: Operation | None, now: datetime) -> dict:
     return dict(received_seq=None, payload_sha256=payload_sha256, member=member, operation=operation,

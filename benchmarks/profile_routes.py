@@ -71,6 +71,15 @@ def print_statements(call, requests: int) -> None:
     print("  statements (µs per request: the client's wait, round trip included)")
     for sql, times in sorted(spent.items(), key=lambda item: -sum(item[1])):
         print(f"  {sum(times) / requests * 1e6:7.0f}  {len(times) / requests:4.1f}x  {sql}")
+    # A prepared statement PostgreSQL keeps planning anew (custom plans) costs its planning on
+    # every run; one with a generic plan is planned once per connection.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generic_plans, custom_plans, statement FROM pg_prepared_statements "
+                       "ORDER BY generic_plans + custom_plans DESC")
+        rows = cursor.fetchall()
+    print("  prepared statements on this connection: generic plans, custom plans")
+    for generic, custom, sql in rows[:8]:
+        print(f"  {generic:7d} {custom:7d}  {' '.join(sql.split())[:70]}")
 
 
 def main() -> None:

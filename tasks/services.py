@@ -167,6 +167,8 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -
         occupancy = allocation.find_occupancy(space, key)
         if occupancy is not None:
             raise allocation.occupied_error(occupancy, key)
+        if allocation.reserved_for(space, key, unit.operation):
+            unit.yield_to_another_attempt()  # a retry of this very request holds the key now
         raise allocation.reserved_error(reservation, key)
     if intent.blocked_by:
         graph.add_on_create(task, intent.blocked_by, task.creator)

@@ -210,6 +210,38 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
     assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
 
 
+def test_an_attempt_whose_reservation_a_retry_replaced_says_in_progress_not_reserved(writer, space, monkeypatch):
+    """Two attempts of one request both between their two transactions: the retry's first
+    transaction replaced the first attempt's reservation (its own operation's) while the lock was
+    free, and committed. The first attempt takes the lock again, finds its reservation gone and
+    the key reserved by its own operation: it writes nothing and answers 409
+    idempotency_in_progress (the retry's work is this request's), never conflict_key_reserved."""
+    from django.db import connections
+
+    from allocation.runner import UnitOfWork
+
+    other = connections.create_connection("default")  # the retry's first transaction
+    real_commit = UnitOfWork.commit_reservation
+
+    def commit_then_a_retry_replaces_the_reservation(self):
+        real_commit(self)
+        with other.cursor() as cursor:
+            cursor.execute(f'UPDATE "{Reservation._meta.db_table}" SET id = id + 1000000 WHERE operation_id = %s',
+                           [self.operation.pk])
+            assert cursor.rowcount == 1
+
+    monkeypatch.setattr(UnitOfWork, "commit_reservation", commit_then_a_retry_replaces_the_reservation)
+    try:
+        response = post(writer, "k1")
+    finally:
+        other.close()
+    assert response.status_code == 409 and response.json()["error"] == "idempotency_in_progress", response.json()
+    assert not Task.objects.exists() and Reservation.objects.get().operation.key == "k1"
+    monkeypatch.setattr(UnitOfWork, "commit_reservation", real_commit)
+    retried = post(writer, "k1")  # the retry takes over its operation's reservation
+    assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
+
+
 def test_a_window_that_crashes_midway_leaves_no_task_without_its_answer(writer, space, monkeypatch):
     """All of a window's tasks commit with its answer: a crash at its second task leaves none of
     them, and the retry answers every proposal 201, never 409 against its own work."""
