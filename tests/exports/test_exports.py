@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -287,9 +288,49 @@ def test_the_worker_outlives_its_database_connection(steward):
         wait_for(lambda: Export.objects.get(pk=second).operation.state == "completed", "the export after")
         assert worker.poll() is None, worker.stderr.read()
     finally:
-        worker.terminate()
+        worker.terminate()  # told to stop: it finishes its round (and reports it) first
         out, err = worker.communicate(timeout=30)
     assert f"Export {second}: attempt 1 completed." in out
+    assert worker.returncode == 128 + signal.SIGTERM and "Stopped (SIGTERM)" in err
+
+
+def test_sweep_every_rides_out_a_dropped_connection_and_stops_when_told(space):
+    """SPEC §9: ``sweep --every`` says the database went away, tries again and goes on; SIGTERM
+    ends it after the sweep in progress, with a non-zero status."""
+    sweeper = subprocess.Popen([sys.executable, "-u", "manage.py", "sweep", "--every", "0.2"], cwd=ROOT,
+                               env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(sweeper.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any(line.startswith("Swept:") for line in lines), "the first sweep")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        wait_for(lambda: "The database is back.\n" in lines, "a sweep after the dropped connection")
+        swept = sum(line.startswith("Swept:") for line in lines)
+        wait_for(lambda: sum(line.startswith("Swept:") for line in lines) > swept, "the sweeps going on")
+        assert sweeper.poll() is None
+    finally:
+        sweeper.terminate()
+        _, err = sweeper.communicate(timeout=30)
+    assert "The database is not reachable" in err and "Stopped (SIGTERM)" in err
+    assert sweeper.returncode == 128 + signal.SIGTERM
+
+
+@pytest.mark.parametrize("command", [["run_worker", "--poll", "0.2"], ["sweep", "--every", "0.2"]])
+def test_a_long_running_command_gives_up_when_the_database_stays_away(command):
+    """SPEC §9: past ``--give-up-after`` seconds without the database, a non-zero exit saying so."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    env = server_env(DATABASE_URL=f"postgres://nobody@127.0.0.1:{port}/spaces")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "manage.py", *command, "--give-up-after", "2"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "giving up" in done.stderr, done.stderr
+    assert done.stderr.count("The database is not reachable") >= 2  # it tried again before it gave up
+    assert time.monotonic() - started < 30
 
 
 def wait_for(condition, what: str, seconds: float = 30) -> None:

@@ -1,9 +1,8 @@
-import time
-
 from django.core.management.base import BaseCommand, CommandError
 
 from allocation.idempotency import expire_operations, purge_operations
 from allocation.services import expire_reservations, purge_conflict_counts
+from common.loops import add_give_up_argument, run_loop
 from spaces.services import purge_catalog_changes
 from spaces.throttles import purge_rate_counters
 from tasks.claims import expire_claims
@@ -17,13 +16,17 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--every", type=float, metavar="SECONDS", help="Loop, sweeping every SECONDS")
+        parser.add_argument("--every", type=float, metavar="SECONDS",
+                            help="Loop, sweeping every SECONDS; rides out a database restart and stops on SIGTERM "
+                                 "or SIGINT after the sweep in progress")
         parser.add_argument("--dry-run", action="store_true", help="Count, change nothing")
+        add_give_up_argument(parser)
 
-    def handle(self, *args, every: float | None, dry_run: bool, **options):
+    def handle(self, *args, every: float | None, dry_run: bool, give_up_after: float, **options):
         if every is not None and every <= 0:
             raise CommandError("--every takes a positive number of seconds")
-        while True:
+
+        def sweep() -> float:
             counts = {
                 "reservations": expire_reservations(dry_run=dry_run),
                 "claims": expire_claims(dry_run=dry_run),
@@ -35,6 +38,9 @@ class Command(BaseCommand):
             }
             verb = "Would sweep" if dry_run else "Swept"
             self.stdout.write(f"{verb}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")
-            if every is None:
-                return
-            time.sleep(every)
+            return every
+
+        if every is None:
+            sweep()
+            return
+        run_loop(sweep, stdout=self.stdout, stderr=self.stderr, give_up_after=give_up_after)
