@@ -8,6 +8,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings.base")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
+    from django.db import InterfaceError, OperationalError
 
     from devserver import run_env
 
@@ -19,6 +20,12 @@ def main() -> None:
         hint = "" if run_env.env_file().is_file() else " (beside bin/run, start it once first: it writes them)"
         print(f"manage.py: {error}{hint}", file=sys.stderr)
         sys.exit(2)
+    except (OperationalError, InterfaceError) as error:
+        # The database is away (SPEC §9: exit non-zero on failure): one line saying so, not a
+        # traceback. (The commands that loop ride it out instead: common/loops.py.)
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        print(f"manage.py: the database is not reachable: {reason}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

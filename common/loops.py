@@ -63,8 +63,8 @@ def run_loop(one_round: Callable[[], float], *, stdout: TextIO, stderr: TextIO, 
                 away_since = now if away_since is None else away_since
                 if now - away_since >= give_up_after:
                     raise CommandError(f"The database has been away for {now - away_since:.0f} s; giving up.") from error
-                stderr.write(f"The database is not reachable ({str(error).strip() or type(error).__name__}); "
-                             f"trying again in {wait:g} s.")
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                stderr.write(f"The database is not reachable ({reason}); trying again in {wait:g} s.")
                 stop.wait(wait)
                 wait = min(wait * 2, MOST_WAIT)
                 continue

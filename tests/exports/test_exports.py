@@ -333,6 +333,18 @@ def test_a_long_running_command_gives_up_when_the_database_stays_away(command):
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.parametrize("command", [["sweep"], ["expire_claims"], ["run_worker", "--once"]])
+def test_a_command_says_in_one_line_that_the_database_is_away(command):
+    """SPEC §9: a one-shot command exits non-zero on failure, saying why, without a traceback."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, capture_output=True, text=True,
+                          env=server_env(DATABASE_URL=f"postgres://nobody@127.0.0.1:{port}/spaces"), timeout=60)
+    assert done.returncode == 1 and "not reachable" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
 def wait_for(condition, what: str, seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
