@@ -2,14 +2,14 @@
 
     git worktree add /tmp/before HEAD~1
     (cd /tmp/before && . bin/setup-venv)   # its own .venv, when its dependencies differ
-    .venv/bin/python benchmarks/compare_checkouts.py /tmp/before [--clients 8] [--repeats 5] [--seconds 2]
+    .venv/bin/python benchmarks/compare_checkouts.py /tmp/before [/tmp/another …] [--clients 8] [--repeats 5] [--seconds 2]
 
 Each checkout is served by its own gunicorn (2 sync workers) on a fresh database of its
 own on one server (BENCH_DATABASE_URL's, by default the embedded server in
 .postgres/bench), migrated and filled by that checkout's own code, so checkouts whose
 migrations differ compare too. Every repeat runs each scenario on both, in alternating
 order, so the machine's drift falls on both alike. Prints each repeat and the median
-ratio of this checkout's rate to the other's, and where a request's CPU went on each side
+ratio of this checkout's rate to each other's, and where a request's CPU went on each side
 (the checkout's gunicorn processes, and the database server's while it ran); asserts
 nothing.
 """
@@ -131,25 +131,9 @@ def database_processes(url: str) -> list:
         return [psutil.Process(pid).parent()]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("other", type=Path, help="the other checkout (a directory with manage.py)")
-    parser.add_argument("--scenarios", default="create,create+key,replay,409,next,loop",
-                        help="comma-separated, of: create, create+key, replay, 409, 409+key, next, loop "
-                             "(the agent team's loop, create to confirm)")
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=2.0)
-    args = parser.parse_args()
-    other = args.other.resolve()
-    if not (other / "manage.py").exists():
-        parser.error(f"{other} is not a checkout of this project (no manage.py)")
-    names = args.scenarios.split(",")
-    unknown = set(names) - set(scenarios([]))
-    if unknown:
-        parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
-
-    ensure_wrk()
+def compare(other: Path, names: list[str], args) -> tuple[dict[str, list[float]], dict]:
+    """Serve ``other`` beside this checkout and run every scenario on both in each repeat: the
+    ratios of this checkout's rate to the other's, and the CPU a request took on each side."""
     url = bench_database_url()
     urls = {"other": with_database(url, "spaces_bench_other"), "this": with_database(url, "spaces_bench_this")}
     loads = {"other": scenarios(prepare_checkout(other, urls["other"])),
@@ -182,21 +166,47 @@ def main() -> None:
                          (cpu_seconds(database) - spent[1]) / done * 1e6))
                 ratio = results[this].rps / results[before].rps
                 ratios[name].append(ratio)
-                print(f"repeat {repeat + 1}  {name:<11} other {results[before].rps:7.0f} req/s   "
+                print(f"{other.name}  repeat {repeat + 1}  {name:<11} other {results[before].rps:7.0f} req/s   "
                       f"this {results[this].rps:7.0f} req/s   this/other {ratio:.2f}   "
                       f"statuses {results[before].statuses} / {results[this].statuses}", flush=True)
-    print(f"== this checkout / {other}, {args.clients} clients, median of {args.repeats} x {args.seconds:g} s")
-    for name in names:
-        print(f"  {name:<11} {statistics.median(ratios[name]):.2f}x   (repeats: "
-              f"{', '.join(f'{r:.2f}' for r in ratios[name])})")
-    print("== CPU a request, median (µs): the checkout's gunicorn + the database server")
-    for name in names:
-        line = []
-        for side in ("other", "this"):
-            server = statistics.median(c[0] for c in cpu[(name, side)])
-            db = statistics.median(c[1] for c in cpu[(name, side)])
-            line.append(f"{side} {server:5.0f} + {db:5.0f} = {server + db:5.0f}")
-        print(f"  {name:<11} " + "   ".join(line))
+    return ratios, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("others", type=Path, nargs="+", metavar="other",
+                        help="the other checkouts (directories with manage.py), compared with this one in turn")
+    parser.add_argument("--scenarios", default="create,create+key,replay,409,next,loop",
+                        help="comma-separated, of: create, create+key, replay, 409, 409+key, next, loop "
+                             "(the agent team's loop, create to confirm)")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    args = parser.parse_args()
+    others = [other.resolve() for other in args.others]
+    for other in others:
+        if not (other / "manage.py").exists():
+            parser.error(f"{other} is not a checkout of this project (no manage.py)")
+    names = args.scenarios.split(",")
+    unknown = set(names) - set(scenarios([]))
+    if unknown:
+        parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
+
+    ensure_wrk()
+    outcomes = {other: compare(other, names, args) for other in others}
+    for other, (ratios, cpu) in outcomes.items():
+        print(f"== this checkout / {other}, {args.clients} clients, median of {args.repeats} x {args.seconds:g} s")
+        for name in names:
+            print(f"  {name:<11} {statistics.median(ratios[name]):.2f}x   (repeats: "
+                  f"{', '.join(f'{r:.2f}' for r in ratios[name])})")
+        print("   CPU a request, median (µs): the checkout's gunicorn + the database server")
+        for name in names:
+            line = []
+            for side in ("other", "this"):
+                server = statistics.median(c[0] for c in cpu[(name, side)])
+                db = statistics.median(c[1] for c in cpu[(name, side)])
+                line.append(f"{side} {server:5.0f} + {db:5.0f} = {server + db:5.0f}")
+            print(f"  {name:<11} " + "   ".join(line))
 
 
 if __name__ == "__main__":
