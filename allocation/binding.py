@@ -49,11 +49,6 @@ def remove_ignorable(text: str) -> str:
     return text.translate(_IGNORABLE)
 
 
-def has_control_characters(text: str) -> bool:
-    """Control characters other than tab and newline (SPEC §4.2: such a title is refused)."""
-    return any(unicodedata.category(c) == "Cc" and c not in "\t\n" for c in text)
-
-
 def normalize_title(title: str) -> str:
     """Default-ignorables removed → NFC → trim → collapse white space runs to one ASCII space →
     case fold (SPEC §4.2)."""

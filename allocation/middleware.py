@@ -15,8 +15,9 @@ import logging
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
 
-from allocation.runner import Answer, Idempotent, UnitOfWork, check_idempotency_key, run_unit
+from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
 from common import json_input
+from common.idempotency_keys import check_idempotency_key
 from common.problems import PROBLEM_JSON, problem_response
 from common.refusals import DomainError, InvalidRequest, ServiceUnavailable
 from spaces.auth import bearer_token, request_api_key

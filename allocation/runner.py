@@ -37,11 +37,11 @@ from django.db import connection, transaction
 from psycopg.pq import TransactionStatus
 
 from allocation import errors
-from allocation.binding import has_control_characters
 from allocation.first_touch import relock, touch_first
 from allocation.idempotency import check_tuple, request_fingerprint, settle_operation
 from allocation.models import Operation, OperationState
 from common import gate
+from common.idempotency_keys import check_idempotency_key
 from common.refusals import DomainError, InvalidRequest
 from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
@@ -258,21 +258,6 @@ def in_progress() -> errors.IdempotencyInProgress:
         f"The first request with this Idempotency-Key is still running; retry in {wait} ms.",
         retry_after_ms=wait, headers={"Retry-After": "1"},
     )
-
-
-MAX_KEY_LENGTH = 255
-
-
-def check_idempotency_key(key: str) -> None:
-    """An Idempotency-Key is 1 to 255 printable characters, whichever front it came through."""
-    try:
-        key.encode("utf-8")
-        printable = not has_control_characters(key)
-    except UnicodeEncodeError:  # a lone surrogate
-        printable = False
-    if not key.strip() or len(key) > MAX_KEY_LENGTH or not printable:
-        raise InvalidRequest(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} printable characters.",
-                             fields={"Idempotency-Key": [f"1 to {MAX_KEY_LENGTH} printable characters."]})
 
 
 def run_unit(work: Callable[[UnitOfWork], Answer], *,

@@ -18,7 +18,6 @@ from allocation import errors
 from allocation.binding import (
     SlotScore,
     decide,
-    has_control_characters,
     normalize_title,
     tokens,
 )
@@ -36,6 +35,7 @@ from allocation.models import (
 )
 from common.refusals import InvalidRequest
 from common.sql import insert_select, insert_unless_conflict
+from common.text import has_control_characters
 from spaces.catalog import normalize_work_item_id
 from spaces.models import CharterItem, Member, Space
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
 from django.utils import timezone
 
 from allocation.catalog_index import catalog_index
@@ -31,6 +30,19 @@ def test_it_creates_a_join_link_and_joins_with_it(steward, anonymous):
 def test_a_bare_token_also_joins(steward, anonymous):
     token = steward.api.post(f"{S}/join-links", {"role": "reader"}).json()["token"]
     assert anonymous.post("/v1/join", {"link": token}).status_code == 201
+
+
+@pytest.mark.parametrize("route", ["join", "create"])
+@pytest.mark.parametrize("idempotency_key", ["", " ", "k" * 256, "k\x01"])
+def test_an_idempotency_key_is_checked_by_one_rule_on_every_route(steward, writer, anonymous, route, idempotency_key):
+    """SPEC §7.1: 1 to 255 printable characters, the join's key as every other route's."""
+    if route == "join":
+        token = steward.api.post(f"{S}/join-links", {"role": "reader"}).json()["token"]
+        refused = anonymous.post("/v1/join", {"link": token}, headers={"Idempotency-Key": idempotency_key})
+    else:
+        refused = writer.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": idempotency_key})
+    assert refused.status_code == 422, refused.content
+    assert refused.json()["fields"] == {"Idempotency-Key": ["1 to 255 printable characters."]}
 
 
 def test_a_used_up_link_is_refused(steward, anonymous):
