@@ -23,8 +23,9 @@ def main() -> None:
     except (OperationalError, InterfaceError) as error:
         # The database is away (SPEC §9: exit non-zero on failure): one line saying so, not a
         # traceback. (The commands that loop ride it out instead: common/loops.py.)
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        print(f"manage.py: the database is not reachable: {reason}", file=sys.stderr)
+        from common.problems import error_summary
+
+        print(f"manage.py: the database is not reachable: {error_summary(error)}", file=sys.stderr)
         sys.exit(1)
 
 

@@ -18,7 +18,7 @@ from django.http import HttpResponse
 from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
 from common import json_input
 from common.idempotency_keys import check_idempotency_key
-from common.problems import PROBLEM_JSON, problem_response
+from common.problems import PROBLEM_JSON, error_summary, problem_response
 from common.refusals import DomainError, InvalidRequest, ServiceUnavailable
 from spaces.auth import bearer_token, request_api_key
 
@@ -44,8 +44,7 @@ class UnitOfWorkMiddleware:
         except (OperationalError, InterfaceError) as error:
             # The database is away (its own answer, or the view's, could not be had): SPEC §3's
             # 503 with Retry-After. Nothing of the unit committed; a retry is safe.
-            log.warning("%s %s: the database did not answer (%s)", request.method, request.path,
-                        str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+            log.warning("%s %s: the database did not answer (%s)", request.method, request.path, error_summary(error))
             return problem_response(ServiceUnavailable())
 
     def in_unit(self, request):

@@ -42,7 +42,7 @@ from allocation.idempotency import check_tuple, request_fingerprint, settle_oper
 from allocation.models import Operation, OperationState
 from common import gate
 from common.idempotency_keys import check_idempotency_key
-from common.refusals import DomainError, InvalidRequest
+from common.refusals import DomainError
 from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
 

@@ -18,6 +18,8 @@ from typing import Callable, TextIO
 from django.core.management.base import CommandError
 from django.db import InterfaceError, OperationalError, connection
 
+from common.problems import error_summary
+
 FIRST_WAIT, MOST_WAIT = 1.0, 30.0
 DEFAULT_GIVE_UP_AFTER = 600.0
 
@@ -63,8 +65,7 @@ def run_loop(one_round: Callable[[], float], *, stdout: TextIO, stderr: TextIO, 
                 away_since = now if away_since is None else away_since
                 if now - away_since >= give_up_after:
                     raise CommandError(f"The database has been away for {now - away_since:.0f} s; giving up.") from error
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-                stderr.write(f"The database is not reachable ({reason}); trying again in {wait:g} s.")
+                stderr.write(f"The database is not reachable ({error_summary(error)}); trying again in {wait:g} s.")
                 stop.wait(wait)
                 wait = min(wait * 2, MOST_WAIT)
                 continue

@@ -39,6 +39,12 @@ def flatten_validation(detail: Any) -> dict[str, list[str]] | list[str]:
     return [str(detail)]
 
 
+def error_summary(error: BaseException) -> str:
+    """An error's first line (a database error's message runs on with hints), or its class name."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def database_away(exc: BaseException | None) -> bool:
     """The database could not be reached or dropped the connection (SPEC §3: 503, not 500).
     OperationalError is PostgreSQL's class for "the operation could not run now", which
