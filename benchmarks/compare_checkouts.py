@@ -143,7 +143,7 @@ def compare(other: Path, names: list[str], args) -> tuple[dict[str, list[float]]
     with gunicorn(urls["other"], root=other, python=interpreter(other), processes=masters["other"]) as before, \
             gunicorn(urls["this"], processes=masters["this"]) as this:
         servers = {before: "other", this: "this"}
-        database = database_processes(url)
+        database = database_processes(urls["this"])  # a database that exists on that server
         cpu: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (scenario, side) → (server, database) µs a request
         for server, side in servers.items():  # warm up: the occupied task exists, replays are stored
             run_load(server, loads[side]["409"], clients=1, seconds=0.5)
