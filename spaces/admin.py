@@ -67,8 +67,8 @@ class SpaceAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
     inlines = [CharterItemInline]
     readonly_fields = ["catalog_version", "task_counter", "created_at"]
-    fields = ["slug", "name", "task_claim_hours", "claim_lease_seconds", "confirmations_required", "allocation_window_seconds",
-              "max_claims_per_task", "max_attempts_per_cycle", "catalog_version", "task_counter", "created_at"]
+    # Every setting a steward may change over the API, and nothing else writable (one list).
+    fields = ["slug", *services.SPACE_SETTINGS, "catalog_version", "task_counter", "created_at"]
 
     @admin.display(description="catalog rows")
     def catalog_size(self, space: Space) -> int:

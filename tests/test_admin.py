@@ -101,12 +101,43 @@ def test_withdraw_reject_and_hold(admin_client, space, steward):
     assert not Occupancy.objects.filter(task__in=[a, b]).exists()
 
 
+def space_settings(space, **changes) -> dict:
+    """The space form's fields as the page shows them, with ``changes``."""
+    values = {"slug": space.slug, "name": space.name, "task_claim_hours": 4, "claim_lease_seconds": "",
+              "confirmations_required": 1, "allocation_window_seconds": 15, "max_claims_per_task": 3,
+              "max_attempts_per_cycle": 5, "requests_per_minute": "", "similar_threshold": 0.45,
+              "max_queued_exports": 3}
+    return {**values, **changes}
+
+
+def no_catalog_rows() -> dict:
+    return {"charter_items-TOTAL_FORMS": "0", "charter_items-INITIAL_FORMS": "0", "charter_items-MIN_NUM_FORMS": "0",
+            "charter_items-MAX_NUM_FORMS": "1000"}
+
+
+def test_a_steward_sets_every_space_setting_in_the_admin(admin_client, space):
+    # The same settings as PATCH /v1/spaces/{slug} (SPEC §3.1), through the same service.
+    changes = {"claim_lease_seconds": 60, "requests_per_minute": 120, "similar_threshold": 0.6, "max_queued_exports": 5}
+    response = admin_client.post(f"/admin/spaces/space/{space.pk}/change/", {**space_settings(space, **changes),
+                                                                              **no_catalog_rows()})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    space.refresh_from_db()
+    assert {name: getattr(space, name) for name in changes} == changes
+
+
+def test_a_setting_out_of_range_in_the_admin_is_a_form_error(admin_client, space):
+    response = admin_client.post(f"/admin/spaces/space/{space.pk}/change/", {**space_settings(space, similar_threshold=2),
+                                                                              **no_catalog_rows()})
+    assert response.status_code == 200 and "errornote" in response.content.decode()
+    space.refresh_from_db()
+    assert space.similar_threshold == 0.45
+
+
 def test_catalog_inline_edits_aliases_one_per_line_and_bumps_the_version(admin_client, space):
     item = CharterItem.objects.get(space=space, work_item_id="T1")
     version = space.catalog_version
     data = {
-        "slug": space.slug, "name": space.name, "task_claim_hours": 4, "confirmations_required": 1,
-        "allocation_window_seconds": 15, "max_claims_per_task": 3, "max_attempts_per_cycle": 5,
+        **space_settings(space),
         "charter_items-TOTAL_FORMS": "4", "charter_items-INITIAL_FORMS": "3", "charter_items-MIN_NUM_FORMS": "0",
         "charter_items-MAX_NUM_FORMS": "1000",
     }
@@ -129,8 +160,7 @@ def test_catalog_inline_edits_aliases_one_per_line_and_bumps_the_version(admin_c
 
 def test_catalog_inline_rejects_bad_ids(admin_client, space):
     data = {
-        "slug": space.slug, "name": space.name, "task_claim_hours": 4, "confirmations_required": 1,
-        "allocation_window_seconds": 15, "max_claims_per_task": 3, "max_attempts_per_cycle": 5,
+        **space_settings(space),
         "charter_items-TOTAL_FORMS": "1", "charter_items-INITIAL_FORMS": "0", "charter_items-MIN_NUM_FORMS": "0",
         "charter_items-MAX_NUM_FORMS": "1000", "charter_items-0-space": space.pk,
         "charter_items-0-work_item_id": "X9", "charter_items-0-canonical_title": "x", "charter_items-0-aliases": "",
