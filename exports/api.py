@@ -29,6 +29,7 @@ class ExportListView(SpaceView):
 
     @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str) -> Response:
+        self.no_input()
         export = services.request_export(space=self.space, actor=self.member, api_key=request.auth)
         return Response(services.export_state(export), status=status.HTTP_202_ACCEPTED)
 
@@ -64,6 +65,7 @@ class ExportShareView(SpaceView):
 
     @extend_schema(request=None, responses={204: None})
     def delete(self, request: Request, slug: str, export_id: str) -> Response:
+        self.no_input()
         if not services.unshare_export(export=get_export(self.space, export_id)):
             raise NotFound(f"Export {export_id} is not shared.")
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -98,5 +100,6 @@ class ExportRetryView(SpaceView):
 
     @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str, export_id: str) -> Response:
+        self.no_input()
         export = services.retry_export(export=get_export(self.space, export_id))
         return Response(services.export_state(export), status=status.HTTP_202_ACCEPTED)

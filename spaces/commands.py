@@ -16,7 +16,7 @@ from rest_framework.exceptions import ValidationError
 
 from common.problems import translate
 from spaces import services
-from spaces.api.serializers import PostCreateSerializer, PostSerializer
+from spaces.api.serializers import NoInputSerializer, PostCreateSerializer, PostSerializer
 from spaces.models import Member, Role
 from spaces.permissions import role_refusal
 
@@ -31,9 +31,12 @@ class Reply:
 
 def validated(serializer_class: type[serializers.Serializer] | None, data: Any) -> dict:
     """``data`` through the command's serializer: the same limits and the same ``422
-    invalid_request`` with per-field details, whichever front it came through."""
+    invalid_request`` with per-field details, whichever front it came through. A command that
+    takes no input (``None``) takes nothing, ``null`` or ``{}``, and refuses any field."""
     if serializer_class is None:
-        return {}
+        if data is None:
+            return {}
+        serializer_class = NoInputSerializer
     serializer = serializer_class(data=data)  # JSON null is refused, as DRF refuses no data
     if not serializer.is_valid():
         raise translate(ValidationError(serializer.errors))

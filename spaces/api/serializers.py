@@ -27,6 +27,12 @@ class StrictInputSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+class NoInputSerializer(StrictInputSerializer):
+    """The input of a route that takes none: no body, ``null`` or ``{}``. Any field is a 422
+    naming it, as on the routes that take some (an agent that sends ``{"reason": …}`` to a route
+    that keeps no reason learns so), and a body that is not an object is one too."""
+
+
 class FlatInputSerializer(StrictInputSerializer):
     """An input serializer whose fields are all plain values (strings, numbers, booleans, choices).
 

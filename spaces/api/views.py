@@ -43,6 +43,11 @@ class ApiView(APIView):
             raise errors.InvalidRequest(f"Unknown query parameter(s): {', '.join(unknown)}.",
                                         fields={name: [message] for name in unknown})
 
+    def no_input(self) -> None:
+        """A method that takes no body refuses one with fields, as a command without input does
+        (``spaces.commands.validated``)."""
+        commands.validated(None, self.request.data)
+
 
 class SpaceView(ApiView):
     """A route inside ``/v1/spaces/{slug}``; permissions have checked the slug and role."""
@@ -66,7 +71,8 @@ class SpaceView(ApiView):
         """A method that is a command (``spaces.commands``): the command does the rest, in the unit
         of work the middleware opened for a mutating request, and its reply is sent as it is."""
         unit = self.request._request.unit_of_work if command.mutates else None
-        data = self.request.data if command.input is not None else None
+        reads = command.input is not None or self.request.method not in ("GET", "HEAD")
+        data = self.request.data if reads else None  # a command without input refuses fields (SPEC §3)
         reply = command(self.member, unit=unit, data=data, **lookups)
         return Response(reply.body, status=reply.status)
 
@@ -141,6 +147,7 @@ class JoinLinkDetailView(SpaceView):
     required_roles = {"DELETE": STEWARD}
 
     def delete(self, request: Request, slug: str, link_id: str) -> Response:
+        self.no_input()
         services.delete_join_link(link=selectors.get_join_link(space=self.space, link_id=link_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -202,6 +209,7 @@ class KeyRevokeView(SpaceView):
     serializer_class = s.KeySerializer
 
     def delete(self, request: Request, prefix: str) -> Response:
+        self.no_input()
         key = selectors.get_key(space=self.space, prefix=prefix)
         if key.member_id != self.member.pk and self.member.role != STEWARD:
             raise errors.KeyNotFound()
@@ -240,6 +248,7 @@ class CharterItemView(SpaceView):
         return Response(s.CharterItemSerializer(item).data, status=201 if created else 200)
 
     def delete(self, request: Request, slug: str, work_item_id: str) -> Response:
+        self.no_input()
         item = selectors.get_charter_item(space=self.space, work_item_id=self.work_item_id(work_item_id))
         services.delete_charter_item(item=item)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -262,6 +271,7 @@ class PostHideView(SpaceView):
     required_roles = {"POST": WRITE}
 
     def post(self, request: Request, slug: str, post_id: str) -> Response:
+        self.no_input()
         post = services.hide_post(post=selectors.get_post(space=self.space, post_id=post_id), actor=self.member)
         return Response(s.PostSerializer(post).data)
 
@@ -271,6 +281,7 @@ class PostWithholdView(SpaceView):
     required_roles = {"POST": STEWARD}
 
     def post(self, request: Request, slug: str, post_id: str) -> Response:
+        self.no_input()
         post = services.withhold_post(post=selectors.get_post(space=self.space, post_id=post_id), actor=self.member)
         return Response(s.PostSerializer(post).data)
 

@@ -290,3 +290,54 @@ def test_an_unknown_query_parameter_is_422_naming_it_and_what_the_route_takes(wr
     refused = writer.api.post(f"{S}/next?wait=30")  # a POST takes its input in the body
     assert refused.status_code == 422 and "wait" in refused.json()["fields"]
     assert anonymous.get(f"{S}/tasks?stauts=open").status_code == 401  # who asks comes first
+
+
+def test_every_mutating_route_refuses_a_body_field_it_does_not_take(steward, writer, space):
+    """SPEC §3 strict input, on every route of the API that changes something, walked from the
+    URL configuration (a new route is walked too): a field the route does not know is a 422
+    naming it, routes that take no body included (``give-back``, ``heartbeat``, ``hide``,
+    an export's ``retry``, the ``DELETE``s), and nothing is changed."""
+    from django.urls import URLPattern
+
+    from exports.services import request_export
+    from settings.urls import API_ROUTES
+    from spaces import services
+    from tests.factories import create_task
+
+    create_task(space=space, actor=writer.member, title="Retry policy")
+    create_task(space=space, actor=writer.member, title="Write the onboarding guide")
+    post = services.create_post(space=space, author=writer.member, body="a result")
+    link, _ = services.create_join_link(space=space, actor=steward.member, role="writer")
+    export = request_export(space=space, actor=steward.member, api_key=None)
+    values = {"slug": space.slug, "number": "1", "blocker": "2", "attempt": "1", "post_id": str(post.pk),
+              "link_id": str(link.pk), "member_id": str(writer.member.pk), "prefix": writer.key.split("_")[1],
+              "work_item_id": "T1", "export_id": str(export.pk), "token": "no-such-token"}
+    def state() -> tuple:
+        from tasks.models import TaskEvent
+
+        return (TaskEvent.objects.count(), Post.objects.filter(hidden_at=None, withheld_at=None).count(),
+                JoinLink.objects.count(), CharterItem.objects.count(), ApiKey.objects.filter(revoked_at=None).count(),
+                list(Space.objects.values_list("name", "similar_threshold")))
+
+    walked = []
+    for pattern in API_ROUTES:
+        assert isinstance(pattern, URLPattern)
+        view = pattern.callback.view_class
+        path = "/v1/" + str(pattern.pattern)
+        for name, value in values.items():
+            path = path.replace(f"<slug:{name}>", value).replace(f"<str:{name}>", value)
+        assert "<" not in path, path
+        for method in ("post", "put", "patch", "delete"):
+            if not hasattr(view, method):
+                continue
+            before = state()
+            response = steward.api.request(method.upper(), path, {"zzz_unknown": 1})
+            assert response.status_code == 422, (method, path, response.status_code, response.content[:300])
+            assert "zzz_unknown" in response.json()["fields"], (method, path, response.json())
+            assert state() == before, (method, path)
+            walked.append(f"{method} {path}")
+    assert len(walked) >= 35, walked
+    # A route that takes no body takes nothing, null or {} still.
+    assert writer.api.request("POST", f"{S}/posts/{post.pk}/hide", None).status_code == 200
+    assert steward.api.request("POST", f"{S}/posts/{post.pk}/withhold", {}).status_code == 200
+    assert steward.api.post(f"{S}/tasks/1/give-back", [1]).status_code == 422
