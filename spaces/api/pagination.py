@@ -1,14 +1,74 @@
-from rest_framework.pagination import CursorPagination
+"""Paging for every list (SPEC §3): by cursor, or by offset where the order is a ranking.
+
+The paging parameters are strict input like any other (SPEC §3): ``limit`` and ``offset``
+are whole numbers (``limit`` from 1; above the most a page holds it is that most), and a
+``cursor`` is one a list gave. Anything else is ``422 invalid_request`` naming the parameter,
+never a page read as if it had not been sent, and never a ``500`` from a cursor made up by
+hand: DRF reads such a one as a position it compares the ordering column with.
+"""
+from __future__ import annotations
+
+import re
+
+from rest_framework.exceptions import NotFound as CursorNotFound
+from rest_framework.pagination import CursorPagination, LimitOffsetPagination
+
+from common.refusals import InvalidRequest
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")  # below 2**63: the columns lists are ordered by are bigints
+
+
+def whole_number(request, name: str, *, least: int, default: int) -> int:
+    """The query parameter ``name`` as a whole number of at least ``least``; ``default`` when absent."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not WHOLE_NUMBER.fullmatch(raw) or int(raw) < least:
+        raise InvalidRequest(f"`{name}` must be a whole number from {least}.",
+                             fields={name: [f"A whole number from {least}."]})
+    return int(raw)
+
+
+def bad_cursor() -> InvalidRequest:
+    return InvalidRequest("`cursor` is not one this list gave: start again without it, or follow `next`.",
+                          fields={"cursor": ["Not a cursor this list gave."]})
 
 
 class IdCursorPagination(CursorPagination):
-    """Stable cursor pages (SPEC §3): ``?cursor=…``, ``?limit=`` up to 200."""
+    """Stable cursor pages: ``?cursor=…``, ``?limit=`` up to 200, over an integer column."""
 
     ordering = "id"
-    page_size = 50
+    page_size = PAGE_SIZE
     page_size_query_param = "limit"
-    max_page_size = 200
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request) -> int:
+        return min(whole_number(request, "limit", least=1, default=self.page_size), self.max_page_size)
+
+    def decode_cursor(self, request):
+        try:
+            cursor = super().decode_cursor(request)
+        except CursorNotFound:
+            raise bad_cursor() from None
+        if cursor is not None and cursor.position is not None and not WHOLE_NUMBER.fullmatch(cursor.position):
+            raise bad_cursor()
+        return cursor
 
 
 class PositionCursorPagination(IdCursorPagination):
     ordering = "position"
+
+
+class RankedPagination(LimitOffsetPagination):
+    """A list ordered by a ranking (how well tasks match ``q``, SPEC §13) pages by offset."""
+
+    default_limit = PAGE_SIZE
+    max_limit = MAX_PAGE_SIZE
+
+    def get_limit(self, request) -> int:
+        return min(whole_number(request, "limit", least=1, default=self.default_limit), self.max_limit)
+
+    def get_offset(self, request) -> int:
+        return whole_number(request, "offset", least=0, default=0)

@@ -5,13 +5,12 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocation.api import BindSerializer, HoldSerializer
 from allocation.models import SlotHold
-from spaces.api.pagination import IdCursorPagination
+from spaces.api.pagination import IdCursorPagination, RankedPagination
 from spaces.api.views import PAGING, SpaceView
 from spaces.models import Role
 from tasks import commands, graph, selectors, summary
@@ -44,13 +43,6 @@ class NumberCursorPagination(IdCursorPagination):
     ordering = "number"
 
 
-class SearchPagination(LimitOffsetPagination):
-    """A ``q`` list is ordered by how well tasks match, so it pages by offset (SPEC §13)."""
-
-    default_limit = IdCursorPagination.page_size
-    max_limit = IdCursorPagination.max_page_size
-
-
 class TaskListView(SpaceView):
     serializer_class = TaskSerializer
     required_roles = {"POST": commands.create_task.role}
@@ -59,7 +51,7 @@ class TaskListView(SpaceView):
     @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
         tasks, by_offset = filter_tasks(self.space, request.query_params)
-        return self.paginate(tasks, TaskSerializer, SearchPagination if by_offset else NumberCursorPagination,
+        return self.paginate(tasks, TaskSerializer, RankedPagination if by_offset else NumberCursorPagination,
                              prepare=graph.attach)
 
     @extend_schema(request=TaskCreateSerializer, responses={201: TaskSerializer})

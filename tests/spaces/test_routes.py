@@ -281,7 +281,7 @@ def test_an_unknown_query_parameter_is_422_naming_it_and_what_the_route_takes(wr
     assert "this route takes" in message and "status" in message and "label" in message
     known = writer.api.get(f"{S}/tasks?status=open&label=db&ready=true&order=next&limit=5&include_superseded=1")
     assert known.status_code == 200, known.content
-    assert writer.api.get(f"{S}/tasks?status=open&cursor=bogus").status_code == 404  # DRF: an invalid cursor
+    assert writer.api.get(f"{S}/tasks?status=open&cursor=bogus").json()["fields"].keys() == {"cursor"}
     assert writer.api.get("/v1/notifications?unread=true").status_code == 200
     assert writer.api.get("/v1/notifications?unreed=true").json()["fields"].keys() == {"unreed"}
     assert writer.api.get(f"{S}/tasks/1/history?verbose=1").status_code in (404, 422)  # no task 1: 404 first
@@ -290,6 +290,36 @@ def test_an_unknown_query_parameter_is_422_naming_it_and_what_the_route_takes(wr
     refused = writer.api.post(f"{S}/next?wait=30")  # a POST takes its input in the body
     assert refused.status_code == 422 and "wait" in refused.json()["fields"]
     assert anonymous.get(f"{S}/tasks?stauts=open").status_code == 401  # who asks comes first
+
+
+@pytest.mark.parametrize("query, field", [
+    ("limit=abc", "limit"), ("limit=0", "limit"), ("limit=-1", "limit"), ("limit=1.5", "limit"),
+    ("cursor=bogus", "cursor"),
+    ("cursor=cD1hYmM%3D", "cursor"),  # "p=abc": a position the ordering column cannot hold
+    ("cursor=cD05OTk5OTk5OTk5OTk5OTk5OTk5OTk5OQ%3D%3D", "cursor"),  # beyond a bigint
+    ("q=retry&offset=x", "offset"), ("q=retry&offset=-3", "offset"), ("q=retry&limit=none", "limit"),
+])
+def test_paging_parameters_are_strict_input(writer, query, field):
+    """SPEC §3: a paging value outside its type is a 422 naming it, never the first page read as
+    if it had not been sent, and a cursor made up by hand is never a 500."""
+    response = writer.api.get(f"{S}/tasks?{query}")
+    assert response.status_code == 422, response.content[:300]
+    assert response.json()["fields"].keys() == {field}
+    assert writer.api.get(f"{S}/charter?{query.replace('q=retry&', '')}").status_code == 422 or field == "offset"
+
+
+def test_paging_takes_what_it_says(writer, space):
+    from tests.factories import create_task
+
+    for n in range(3):
+        create_task(space=space, actor=writer.member, title=f"Retry policy {n}")
+    first = writer.api.get(f"{S}/tasks?limit=2").json()
+    assert [t["id"] for t in first["results"]] == [1, 2] and first["next"]
+    rest = writer.api.get(first["next"].split("testserver")[-1]).json()
+    assert [t["id"] for t in rest["results"]] == [3]
+    assert len(writer.api.get(f"{S}/tasks?limit=1000").json()["results"]) == 3  # above the most: the most
+    ranked = writer.api.get(f"{S}/tasks?q=retry&limit=1&offset=2").json()
+    assert len(ranked["results"]) == 1
 
 
 def test_every_mutating_route_refuses_a_body_field_it_does_not_take(steward, writer, space):
