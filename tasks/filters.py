@@ -10,6 +10,7 @@ from django.http import QueryDict
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from common.refusals import InvalidRequest
+from spaces.catalog import normalize_work_item_id
 from tasks import selectors
 from tasks.models import LABEL_PATTERN, PRIORITIES, Dependency, Task, TaskStatus
 from tasks.search import text_match, text_query
@@ -60,13 +61,21 @@ class StrictBooleanField(forms.NullBooleanField):
         pass
 
 
+def strict_boolean(params: QueryDict, name: str) -> bool | None:
+    """A boolean query parameter read outside a filter, by the filters' one rule."""
+    try:
+        return StrictBooleanField().clean(params.get(name))
+    except forms.ValidationError as error:
+        raise InvalidRequest("Bad filter.", fields={name: error.messages}) from None
+
+
 class StrictBooleanFilter(django_filters.BooleanFilter):
     field_class = StrictBooleanField
 
 
 class TaskFilter(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=TaskStatus.choices)
-    work_item_id = django_filters.CharFilter()
+    work_item_id = django_filters.CharFilter(method="filter_work_item_id")
     delivery_mode = django_filters.ChoiceFilter(choices=TASK_DELIVERY_MODE_CHOICES)
     creator = django_filters.NumberFilter(field_name="creator_id")
     priority = django_filters.MultipleChoiceFilter(choices=[(str(p), str(p)) for p in PRIORITIES])
@@ -92,6 +101,14 @@ class TaskFilter(django_filters.FilterSet):
                 "Each label is 1-40 characters of a-z, 0-9, '.', '_', ':' or '-'."]})
         queryset = super().filter_queryset(queryset)
         return queryset.filter(labels__contains=labels) if labels else queryset
+
+    def filter_work_item_id(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """A slot id as every input takes it (SPEC §4.3.1: ``t02`` is ``T2``); one that is not a
+        slot id is refused, never a list that is quietly empty."""
+        slot = normalize_work_item_id(value)
+        if slot is None:
+            raise InvalidRequest("Bad filter.", fields={"work_item_id": ["A slot id: T followed by digits."]})
+        return qs.filter(work_item_id=slot)
 
     def filter_ready(self, qs: QuerySet, name: str, value: bool | None) -> QuerySet:
         if value is None:
@@ -138,8 +155,8 @@ def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
 
     lapse_due(space_id=space.pk)  # a list meets lapses too (SPEC §15): recorded, then shown
     statuses = params.getlist("status")
-    include = params.get("include_superseded", "").lower() in ("1", "true", "yes")
-    tasks = selectors.list_tasks(space=space, include_superseded=include or TaskStatus.SUPERSEDED in statuses)
+    include = strict_boolean(params, "include_superseded")
+    tasks = selectors.list_tasks(space=space, include_superseded=bool(include) or TaskStatus.SUPERSEDED in statuses)
     filtered = checked_filter(params, space=space, queryset=tasks)
     data = filtered.form.cleaned_data
     return filtered.qs, bool(data.get("q", "").strip()) or data.get("order") == "next"

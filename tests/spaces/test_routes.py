@@ -308,6 +308,26 @@ def test_paging_parameters_are_strict_input(writer, query, field):
     assert writer.api.get(f"{S}/charter?{query.replace('q=retry&', '')}").status_code == 422 or field == "offset"
 
 
+@pytest.mark.parametrize("query, field", [
+    ("include_superseded=2", "include_superseded"), ("include_superseded=maybe", "include_superseded"),
+    ("work_item_id=zzz", "work_item_id"), ("work_item_id=T1234567890", "work_item_id"),
+])
+def test_a_filter_value_outside_its_type_is_422(writer, query, field):
+    response = writer.api.get(f"{S}/tasks?{query}")
+    assert response.status_code == 422 and response.json()["fields"].keys() == {field}
+
+
+def test_the_slot_filter_takes_a_slot_id_as_every_input_does(writer, space):
+    from urllib.parse import urlencode
+
+    from tests.factories import create_task
+
+    create_task(space=space, actor=writer.member, title="Retry policy", work_item_id="T2")
+    for given in ("T2", "t2", " t002 "):
+        found = writer.api.get(f"{S}/tasks?{urlencode({'work_item_id': given})}").json()
+        assert [t["work_item_id"] for t in found["results"]] == ["T2"], given
+
+
 def test_paging_takes_what_it_says(writer, space):
     from tests.factories import create_task
 
