@@ -142,9 +142,16 @@ def test_tools_validate_as_the_rest_routes_do_and_store_nothing_past_a_limit():
             ("create_post", {"body": "p" * 200 * 1024}),
             ("add_note", {"number": 1, "body": "n", "criterion": 2 ** 40}),
             ("next_task", {"kind": "nonsense"}),
+            # SPEC §3 strict input: a misspelt argument is refused, never a title-fallback create
+            ("create_task", {"title": "Retry and backoff", "work_itme_id": "T2"}),
+            ("give_back", {"number": 1, "reason": "done for today"}),
+            ("create_task", {"title": 5}),  # the wrong type: the same refusal, naming it
         ])
     for is_error, text in results:  # an error result whose content is the REST refusal, exactly
         assert is_error and json.loads(text)["error"] == "invalid_request", text
+    misspelt, extra, wrong_type = (json.loads(text)["fields"] for _, text in results[-3:])
+    assert list(misspelt) == ["work_itme_id"] and "work_item_id" in misspelt["work_itme_id"][0]
+    assert list(extra) == ["reason"] and list(wrong_type) == ["title"]
     assert Task.objects.count() == 1 and not Post.objects.exists() and not Note.objects.exists()
 
 

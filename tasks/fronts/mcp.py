@@ -22,11 +22,13 @@ from typing import Any, Callable
 from asgiref.sync import sync_to_async
 from django.http import QueryDict
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 from mcp.types import CallToolResult, TextContent
 from rest_framework.utils.encoders import JSONEncoder
 
 from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
-from common.refusals import DomainError, Unauthenticated
+from common.refusals import DomainError, InvalidRequest, Unauthenticated
 from spaces import commands as space_commands
 from spaces.commands import Command
 from spaces.models import Member, Role
@@ -140,8 +142,38 @@ def project_version() -> str:
         return "0+unknown"
 
 
+class SpacesServer(MCPServer):
+    """The SDK's server, with SPEC §3's strict input for tool arguments: the SDK's argument model
+    drops an argument the tool does not take, so an agent's misspelt ``work_item_id`` would
+    quietly become a title-fallback create. Here it is ``422 invalid_request`` naming it and the
+    arguments the tool takes, as an unknown body field is over REST; an argument of the wrong
+    type is the same refusal, with the SDK's reason, instead of its own error text."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        fn = TOOLS.get(name)
+        if fn is not None:
+            taken = list(inspect.signature(fn).parameters)
+            unknown = sorted(str(argument) for argument in arguments if argument not in taken)
+            if unknown:
+                message = f"Unknown argument; this tool takes: {', '.join(taken) or 'none'}."
+                return result(invalid_arguments({argument: [message] for argument in unknown}), error=True)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if fn is None or not isinstance(error.__cause__, ValidationError):
+                raise
+            fields: dict[str, list[str]] = {}
+            for problem in error.__cause__.errors():
+                fields.setdefault(".".join(str(part) for part in problem["loc"]), []).append(problem["msg"])
+            return result(invalid_arguments(fields), error=True)
+
+
+def invalid_arguments(fields: dict[str, list[str]]) -> dict:
+    return InvalidRequest("The request has invalid fields; see `fields`.", fields=fields).as_body()
+
+
 # The server names itself and this project's version in its MCP handshake, not the library's.
-server = MCPServer(name="spaces", version=project_version(), log_level="WARNING",  # Django's LOGGING decides
+server = SpacesServer(name="spaces", version=project_version(), log_level="WARNING",  # Django's LOGGING decides
                    instructions="Coordination of an agent team's work: create tasks once, claim the most "
                                 "urgent ready one, deliver numbered attempts, check each other's.")
 
