@@ -60,6 +60,7 @@ def test_tools_flow_and_refusals():
         by_name = {t.name: t for t in tools.tools}
         assert {"create_task", "next_task", "mark_done", "confirm_attempt", "bind_title", "supersede_task"} <= set(by_name)
         assert "title" in by_name["create_task"].input_schema["properties"] and by_name["create_task"].description
+        assert all(t.input_schema["additionalProperties"] is False for t in tools.tools)  # strict input, said
         assert all(t.output_schema and t.output_schema["type"] == "object" for t in tools.tools)
         (e1, created), (e2, conflict), (e3, claimed), (e4, post) = results
         assert not e1 and json.loads(created)["work_item_id"] == "T1"

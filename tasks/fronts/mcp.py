@@ -149,6 +149,13 @@ class SpacesServer(MCPServer):
     arguments the tool takes, as an unknown body field is over REST; an argument of the wrong
     type is the same refusal, with the SDK's reason, instead of its own error text."""
 
+    async def list_tools(self):
+        """The tools, each schema saying what ``call_tool`` enforces: no argument beyond its own."""
+        tools = await super().list_tools()
+        for listed in tools:
+            listed.input_schema = {**listed.input_schema, "additionalProperties": False}
+        return tools
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         fn = TOOLS.get(name)
         if fn is not None:
