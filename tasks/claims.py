@@ -35,6 +35,7 @@ from tasks.models import (
     Task,
     TaskStatus,
 )
+from tasks.filters import ready_queue
 from tasks.lapses import due_claims, lapse_due
 from tasks.selectors import get_task
 from tasks.sql import claim_attnames, claim_next_sql
@@ -67,6 +68,9 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
     return claim
 
 
+NEXT_ROUNDS = 5  # statement runs a next may take: each after a lapse it recorded or a holder it waited for
+
+
 def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
                     unit: UnitOfWork) -> tuple[Task, Claim] | None:
     """The most urgent ready task (with all of ``labels``), claimed for the caller; None when
@@ -77,18 +81,19 @@ def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
     however many tasks have finished. One statement, and nothing after it: ``unit.alone``.
     """
     sql, task_attnames = claim_next_sql()
-    for _ in range(3):
+    for _ in range(NEXT_ROUNDS):
         now = timezone.now()
         expires_at = claim_expiry(space, now)
         with unit.alone(), connection.cursor() as cursor:
             cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
                                  "expires_iso": expires_at.isoformat(), "labels": list(labels)})
             due, *row = cursor.fetchone()
-        if not due:
+        if due:
+            # A claim in this space is past its expiry: it counts as ended already, so its task
+            # may be the one to hand out. The statement claimed nothing; record the lapse, then pick.
+            lapse_due(space_id=space.pk, now=now)
+        elif row[0] is not None or not ready_once_unlocked(space=space, labels=labels, unit=unit):
             break
-        # A claim in this space is past its expiry: it counts as ended already, so its task may
-        # be the one to hand out. The statement claimed nothing; record the lapse, then pick.
-        lapse_due(space_id=space.pk, now=now)
     if row[0] is None:
         return None
     claim_id, creator_name, blocks = row[0], row[1], row[2]
@@ -105,6 +110,19 @@ def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
     claim = Claim.from_db(connection.alias, claim_attnames(), [values[name] for name in claim_attnames()])
     claim.task, claim.member = task, member
     return task, claim
+
+
+def ready_once_unlocked(*, space: Space, labels: list[str], unit: UnitOfWork) -> bool:
+    """Whether the ready queue still has a task once the rows it holds are free: asked when the
+    claim statement found none. SKIP LOCKED passes over a row another transaction holds, and not
+    only another ``next`` claiming it: a heartbeat or a lapse holds a ready task's row for a
+    moment too, and that task is work to do (SPEC §6.1 answers ``{"task": null}`` only when there
+    is none). So this waits for the first such row's holder to end, then says whether a task is
+    ready (the statement runs again) or not (another ``next`` took it: nothing to do). Only the
+    caller with nothing else to take waits, and only as long as the holder's transaction lasts."""
+    queue = ready_queue(space.pk, labels).select_for_update(of=("self",), no_key=True)
+    with unit.alone():
+        return queue.values_list("pk", flat=True).first() is not None
 
 
 def claim_task(*, space: Space, member: Member, number: object, join: bool = False) -> tuple[Task, Claim]:

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from allocation.runner import in_unit
 from tasks import claims
@@ -56,3 +57,42 @@ def test_sixteen_agents_never_get_the_same_task_and_none_is_lost():
     assert events.count() == 200 and all(e.details["claim"] and e.actor_id == e.details["member"] for e in events)
     per_agent = Counter(Claim.objects.values_list("member_id", flat=True))
     assert len(per_agent) > 1  # they really ran side by side
+
+
+def hold_row_of(task: Task, *, claim: bool, locked: threading.Event, ended: threading.Event) -> None:
+    """Hold ``task``'s row lock for a moment, as a heartbeat or a lapse does (``claim=False``) or
+    as another ``next`` claiming it does (``claim=True``: the task is claimed when it ends)."""
+    try:
+        with transaction.atomic():
+            Task.objects.select_for_update(no_key=True).get(pk=task.pk)
+            locked.set()
+            time.sleep(0.4)
+            if claim:
+                Task.objects.filter(pk=task.pk).update(status="claimed")
+            ended.set()  # the last step before the commit that lets the row go
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("claimed_meanwhile", [False, True])
+def test_next_does_not_answer_nothing_while_the_ready_task_is_only_locked(claimed_meanwhile):
+    """SKIP LOCKED passes over a row another transaction holds. A heartbeat or a lapse holds a
+    ready task's row for a moment too, and that task is still there to do (SPEC §6.1: nothing to
+    do is `{"task": null}`): next waits for the holder, then answers what is true once it ended."""
+    space = load_agent_lab()
+    creator, _ = member_with_key(space, "steward")
+    task = create_task(space=space, actor=creator, title="the only job")
+    agent = member_with_key(space, "writer", "agent")[0]
+    locked, ended = threading.Event(), threading.Event()
+    holder = threading.Thread(target=hold_row_of, args=(task,),
+                              kwargs={"claim": claimed_meanwhile, "locked": locked, "ended": ended})
+    holder.start()
+    assert locked.wait(10)
+    claimed = in_unit(claims.claim_next_task, space=space, member=agent)
+    assert ended.is_set()  # it waited for the holder rather than guessing
+    holder.join()
+    if claimed_meanwhile:
+        assert claimed is None  # the other one took it: now there is nothing
+    else:
+        assert claimed is not None and claimed[0].number == task.number
+        assert Claim.objects.get().member_id == agent.pk
