@@ -9,6 +9,8 @@ and nothing is left half-done), or when the database has stayed away longer than
 """
 from __future__ import annotations
 
+import argparse
+import math
 import signal
 import sys
 import threading
@@ -24,8 +26,21 @@ FIRST_WAIT, MOST_WAIT = 1.0, 30.0
 DEFAULT_GIVE_UP_AFTER = 600.0
 
 
+def positive_seconds(text: str) -> float:
+    """An argument's type: a finite number of seconds above zero. ``--poll 0`` (or ``-1``) would
+    spin on the database, ``--give-up-after -5`` would give up at once, ``nan`` never compares:
+    each is a usage error naming the option, before anything runs."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"takes a positive number of seconds, not {text!r}")
+    return seconds
+
+
 def add_give_up_argument(parser) -> None:
-    parser.add_argument("--give-up-after", type=float, default=DEFAULT_GIVE_UP_AFTER, metavar="SECONDS",
+    parser.add_argument("--give-up-after", type=positive_seconds, default=DEFAULT_GIVE_UP_AFTER, metavar="SECONDS",
                         help=f"Exit (non-zero) when the database has been away this long "
                              f"(default {DEFAULT_GIVE_UP_AFTER:g})")
 
@@ -50,8 +65,6 @@ def run_loop(one_round: Callable[[], float], *, stdout: TextIO, stderr: TextIO, 
     """Run ``one_round`` again and again; it returns how long to pause before the next round.
     Never returns: exits when told to stop, raises ``CommandError`` when the database stays
     away past ``give_up_after``."""
-    if give_up_after <= 0:
-        raise CommandError("--give-up-after takes a positive number of seconds")
     stop = StopRequested()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:

@@ -385,3 +385,17 @@ def test_a_space_queues_at_most_max_queued_exports_even_when_requests_race(stewa
     assert steward.api.patch(S, {"max_queued_exports": 1}).status_code == 200
     assert steward.api.post(f"{S}/exports").status_code == 429
     assert steward.api.patch(S, {"max_queued_exports": 0}).status_code == 422
+
+
+@pytest.mark.parametrize("arguments", [
+    ["run_worker", "--poll", "0"], ["run_worker", "--poll", "-1"], ["run_worker", "--once", "--give-up-after", "-5"],
+    ["sweep", "--every", "0"], ["sweep", "--every", "nan"], ["sweep", "--give-up-after", "soon"],
+])
+def test_a_long_running_command_refuses_seconds_that_are_not_positive(arguments):
+    """``--poll 0`` would spin on the database and ``--give-up-after -5`` give up at once: a usage
+    error (status 2) naming the option, before the command touches anything."""
+    done = subprocess.run([sys.executable, "manage.py", *arguments], cwd=ROOT, capture_output=True, text=True,
+                          env=server_env(), timeout=60)
+    option = next(a for a in arguments if a.startswith("--") and a != "--once")
+    assert done.returncode == 2 and f"argument {option}" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

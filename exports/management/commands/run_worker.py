@@ -2,7 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from common.loops import add_give_up_argument, run_loop
+from common.loops import add_give_up_argument, positive_seconds, run_loop
 from exports.services import drain_exports
 
 
@@ -17,7 +17,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--once", action="store_true", help="Drain what is waiting, then exit")
-        parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="Pause when idle (default 2)")
+        parser.add_argument("--poll", type=positive_seconds, default=2.0, metavar="SECONDS", help="Pause when idle (default 2)")
         add_give_up_argument(parser)
 
     def handle(self, *args, once: bool, poll: float, give_up_after: float, **options):

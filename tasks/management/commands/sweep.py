@@ -1,8 +1,8 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from allocation.idempotency import expire_operations, purge_operations
 from allocation.services import expire_reservations, purge_conflict_counts
-from common.loops import add_give_up_argument, run_loop
+from common.loops import add_give_up_argument, positive_seconds, run_loop
 from spaces.services import purge_catalog_changes
 from spaces.throttles import purge_rate_counters
 from tasks.claims import expire_claims
@@ -16,16 +16,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--every", type=float, metavar="SECONDS",
+        parser.add_argument("--every", type=positive_seconds, metavar="SECONDS",
                             help="Loop, sweeping every SECONDS; rides out a database restart and stops on SIGTERM "
                                  "or SIGINT after the sweep in progress")
         parser.add_argument("--dry-run", action="store_true", help="Count, change nothing")
         add_give_up_argument(parser)
 
     def handle(self, *args, every: float | None, dry_run: bool, give_up_after: float, **options):
-        if every is not None and every <= 0:
-            raise CommandError("--every takes a positive number of seconds")
-
         def sweep() -> float:
             counts = {
                 "reservations": expire_reservations(dry_run=dry_run),
