@@ -1,8 +1,9 @@
 """Paging for every list (SPEC §3): by cursor, or by offset where the order is a ranking.
 
 The paging parameters are strict input like any other (SPEC §3): ``limit`` and ``offset``
-are whole numbers (``limit`` from 1; above the most a page holds it is that most), and a
-``cursor`` is one a list gave. Anything else is ``422 invalid_request`` naming the parameter,
+are whole numbers (``limit`` from 1; above the most a page holds it is that most), a
+``cursor`` is one a list gave, and each list takes the one it pages by (``offset`` on a list
+paged by cursor, or the reverse, would quietly answer the first page). Anything else is ``422 invalid_request`` naming the parameter,
 never a page read as if it had not been sent, and never a ``500`` from a cursor made up by
 hand: DRF reads such a one as a position it compares the ordering column with.
 """
@@ -31,6 +32,14 @@ def whole_number(request, name: str, *, least: int, default: int) -> int:
     return int(raw)
 
 
+def other_paging(request, name: str, pages_by: str) -> None:
+    """``name`` pages the other kind of list: refused, not read as the first page."""
+    if name in request.query_params:
+        raise InvalidRequest(f"`{name}` does not page this list: it pages by `{pages_by}` (SPEC §13: a `q` list "
+                             "pages by offset, the others by cursor).",
+                             fields={name: [f"This list pages by `{pages_by}`."]})
+
+
 def bad_cursor() -> InvalidRequest:
     return InvalidRequest("`cursor` is not one this list gave: start again without it, or follow `next`.",
                           fields={"cursor": ["Not a cursor this list gave."]})
@@ -48,6 +57,7 @@ class IdCursorPagination(CursorPagination):
         return min(whole_number(request, "limit", least=1, default=self.page_size), self.max_page_size)
 
     def decode_cursor(self, request):
+        other_paging(request, "offset", "cursor")
         try:
             cursor = super().decode_cursor(request)
         except CursorNotFound:
@@ -71,4 +81,5 @@ class RankedPagination(LimitOffsetPagination):
         return min(whole_number(request, "limit", least=1, default=self.default_limit), self.max_limit)
 
     def get_offset(self, request) -> int:
+        other_paging(request, "cursor", "offset")
         return whole_number(request, "offset", least=0, default=0)
