@@ -207,6 +207,7 @@ def heartbeat(*, task: Task, member: Member) -> Claim:
     heartbeat meeting at the expiry are ordered: the one that came first wins."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)  # lapses what is due first
+        # The clock is read after the lock: a heartbeat that waited for it past the expiry is late.
         now = timezone.now()
         claim = task.claims.filter(Claim.live(now), member=member).first()
         if claim is not None:
@@ -214,6 +215,8 @@ def heartbeat(*, task: Task, member: Member) -> Claim:
             claim.save(update_fields=["expires_at", "last_heartbeat_at"])
             claim.member = member
             return claim
+        # What lapsed while this waited for the lock is recorded now, by the same rule (one query).
+        lapse_due(task=task, now=now, locked=True)
         last = task.claims.filter(member=member).order_by("-pk").first()
     # Refused outside the block, so the lapse recorded on the way stays recorded.
     if last is not None and last.end_reason == ClaimEnd.LAPSED:

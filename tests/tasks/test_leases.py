@@ -150,3 +150,34 @@ def test_many_meeting_one_lapse_at_once_record_it_once(writer, writer2, tasks3, 
     # Each task has at most one live claim (the two nexts took two of them), and no task is lost.
     live = Claim.objects.filter(ended_at=None).values_list("task__number", flat=True)
     assert len(live) == len(set(live)) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_that_waits_for_the_lock_past_the_expiry_is_claim_lapsed(writer, tasks3, space):
+    """SPEC §15: a heartbeat after ``expires_at`` answers ``409 claim_lapsed`` and records the
+    lapse, however long it waited for the task's lock (it read the clock before the lock)."""
+    set_space(space, claim_lease_seconds=10)
+    taken = writer.api.post(f"{S}/next").json()
+    claim, number = taken["claim"], taken["task"]["id"]
+    Claim.objects.filter(pk=claim["id"]).update(expires_at=timezone.now() + timedelta(seconds=0.5))
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_task_row():
+        from django.db import transaction
+        try:
+            with transaction.atomic():
+                Task.objects.select_for_update().get(space=space, number=number)
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_task_row)
+    holder.start()
+    assert locked.wait(10)
+    threading.Timer(1.5, release.set).start()  # the heartbeat waits past the expiry
+    response = writer.api.post(f"{S}/tasks/{number}/heartbeat")
+    holder.join(10)
+    assert response.status_code == 409 and response.json()["error"] == "claim_lapsed", response.content
+    assert lapses() == 1
+    assert Claim.objects.get(pk=claim["id"]).end_reason == "lapsed"
