@@ -8,8 +8,8 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings.base")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
-    from django.db import InterfaceError, OperationalError
 
+    from common.problems import DATABASE_AWAY
     from devserver import run_env
 
     run_env.load()  # beside a running bin/run: its database, secret key and debug setting
@@ -20,7 +20,7 @@ def main() -> None:
         hint = "" if run_env.env_file().is_file() else " (beside bin/run, start it once first: it writes them)"
         print(f"manage.py: {error}{hint}", file=sys.stderr)
         sys.exit(2)
-    except (OperationalError, InterfaceError) as error:
+    except DATABASE_AWAY as error:
         # The database is away (SPEC §9: exit non-zero on failure): one line saying so, not a
         # traceback. (The commands that loop ride it out instead: common/loops.py.)
         from common.problems import error_summary

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import logging
 
-from django.db import InterfaceError, OperationalError
+from django.db import connection
 from django.http import HttpResponse
 
 from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
 from common import json_input
 from common.idempotency_keys import check_idempotency_key
-from common.problems import PROBLEM_JSON, error_summary, problem_response
+from common.problems import DATABASE_AWAY, PROBLEM_JSON, error_summary, problem_response
 from common.refusals import DomainError, InvalidRequest, ServiceUnavailable
 from spaces.auth import bearer_token, request_api_key
 
@@ -41,10 +41,12 @@ class UnitOfWorkMiddleware:
             return self.get_response(request)
         try:
             return self.in_unit(request)
-        except (OperationalError, InterfaceError) as error:
+        except DATABASE_AWAY as error:
             # The database is away (its own answer, or the view's, could not be had): SPEC §3's
-            # 503 with Retry-After. Nothing of the unit committed; a retry is safe.
+            # 503 with Retry-After. Nothing of the unit committed; a retry is safe. The connection
+            # is no use any more (its state is unknown): the next request opens another.
             log.warning("%s %s: the database did not answer (%s)", request.method, request.path, error_summary(error))
+            connection.close()
             return problem_response(ServiceUnavailable())
 
     def in_unit(self, request):

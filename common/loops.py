@@ -18,9 +18,9 @@ import time
 from typing import Callable, TextIO
 
 from django.core.management.base import CommandError
-from django.db import InterfaceError, OperationalError, connection
+from django.db import connection
 
-from common.problems import error_summary
+from common.problems import DATABASE_AWAY, error_summary
 
 FIRST_WAIT, MOST_WAIT = 1.0, 30.0
 DEFAULT_GIVE_UP_AFTER = 600.0
@@ -72,7 +72,7 @@ def run_loop(one_round: Callable[[], float], *, stdout: TextIO, stderr: TextIO, 
         while not stop.event.is_set():
             try:
                 pause = one_round()
-            except (OperationalError, InterfaceError) as error:
+            except DATABASE_AWAY as error:
                 connection.close()  # a connection the server dropped is no use: the next try opens a new one
                 now = time.monotonic()
                 away_since = now if away_since is None else away_since

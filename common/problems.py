@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, InternalError, OperationalError
 from django.http import Http404, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
@@ -45,11 +45,17 @@ def error_summary(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+# The database could not be reached or dropped the connection (SPEC §3: 503, not 500).
+# OperationalError is PostgreSQL's class for "the operation could not run now", which a retry
+# may change; InterfaceError, a connection already closed; InternalError, a connection whose
+# protocol state went wrong under it (psycopg's "received 2 results from command 'BEGIN'" when
+# a pooler's server connection went away mid-exchange) or the server's own internal error:
+# neither is the request's fault, and a retry on a new connection may succeed.
+DATABASE_AWAY = (OperationalError, InterfaceError, InternalError)
+
+
 def database_away(exc: BaseException | None) -> bool:
-    """The database could not be reached or dropped the connection (SPEC §3: 503, not 500).
-    OperationalError is PostgreSQL's class for "the operation could not run now", which
-    a retry may change; InterfaceError, a connection already closed."""
-    return isinstance(exc, (OperationalError, InterfaceError))
+    return isinstance(exc, DATABASE_AWAY)
 
 
 def translate(exc: Exception) -> errors.DomainError | None:

@@ -2,7 +2,11 @@
 service_unavailable with Retry-After, never 500, so clients retry (safely, with a key)."""
 from __future__ import annotations
 
+from unittest import mock
+
 import httpx
+import pytest
+from django.db import InternalError
 
 from tests.live_server import gunicorn
 
@@ -31,3 +35,19 @@ def test_every_kind_of_route_answers_503_with_retry_after_while_the_database_is_
         # a malformed key names no key: it is refused without the database
         malformed = httpx.get(base + S, headers={"Authorization": "Bearer sk_short_0123"}, timeout=30)
         assert malformed.status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_whose_protocol_state_went_wrong_answers_503_not_500(steward):
+    """Through a pooler whose server connection went away mid-exchange, psycopg raises
+    InternalError ("received 2 results from command 'BEGIN'"): SPEC §3's 503, never 500."""
+    broken = InternalError("received 2 results from command 'BEGIN'")
+    with mock.patch("allocation.runner.touch_first", side_effect=broken):
+        keyed = steward.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": "k1"})
+    assert keyed.status_code == 503 and keyed.json()["error"] == "service_unavailable", keyed.content
+    assert keyed.headers["Retry-After"] == "2"
+    with mock.patch("tasks.selectors.get_task", side_effect=broken):
+        read = steward.api.get(f"{S}/tasks/1")
+    assert read.status_code == 503 and read.json()["error"] == "service_unavailable", read.content
+    # The next request gets a working connection and goes on as usual.
+    assert steward.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": "k1"}).status_code == 201
