@@ -263,11 +263,13 @@ class Listener(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        failures = 0
+        failures = 0  # connection attempts in a row that failed: a connection that worked resets it
         while not self.stopping.is_set():
             try:
                 self.serve()
             except (psycopg.Error, OSError) as error:
+                if self.connected.is_set():
+                    failures = 0  # it was connected: the first try again comes at once
                 self.connected.clear()
                 if self.stopping.is_set():
                     return
@@ -275,9 +277,7 @@ class Listener(threading.Thread):
                 failures += 1
                 log.warning("work listener: %s; reconnecting in %.1f s", str(error).strip() or type(error).__name__,
                             pause)
-                time.sleep(pause)
-            else:
-                failures = 0
+                self.stopping.wait(pause)
 
     def serve(self) -> None:
         conninfo, listens = listen_conninfo()

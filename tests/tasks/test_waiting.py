@@ -228,3 +228,26 @@ def test_the_listener_terminated_comes_back_and_waiters_still_get_work(writer, s
         assert time.monotonic() < deadline, "the listener did not come back"
         time.sleep(0.05)
     assert listener.connected.is_set()
+
+
+def test_the_listener_comes_back_at_once_however_often_it_was_cut_before(writer, steward, space):
+    """A database restart cuts the listener several times in a process's life: each reconnect
+    starts from the shortest pause again, so the sixth comes back as fast as the first."""
+    agent = Waiting(writer, {"wait": 30})
+    agent.start()
+    until_waiting(1)
+    listener = REGISTRY.listener
+    for _ in range(6):
+        assert listener.connected.wait(5)
+        connects = listener.connects
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                           " WHERE application_name = %s AND datname = current_database()", [LISTENER_NAME])
+        cut = time.monotonic()
+        while listener.connects == connects:
+            assert time.monotonic() - cut < 5, "the listener did not come back"
+            time.sleep(0.01)
+        back = time.monotonic() - cut
+    assert back < 1.0, f"the sixth reconnect took {back:.1f} s"
+    create_task(space=space, actor=steward.member, title="Retry policy")
+    assert agent.result()["task"]["id"] == 1
