@@ -2,8 +2,9 @@
 the runner's and ``POST /v1/join``'s alike."""
 from __future__ import annotations
 
+import unicodedata
+
 from common.refusals import InvalidRequest
-from common.text import has_control_characters
 
 MAX_KEY_LENGTH = 255
 
@@ -12,7 +13,8 @@ def check_idempotency_key(key: str) -> None:
     """An Idempotency-Key is 1 to 255 printable characters, whichever front it came through."""
     try:
         key.encode("utf-8")
-        printable = not has_control_characters(key)
+        # Unlike a title's, a key's tab is no layout: every control character is refused.
+        printable = not any(unicodedata.category(c) == "Cc" for c in key)
     except UnicodeEncodeError:  # a lone surrogate
         printable = False
     if not key.strip() or len(key) > MAX_KEY_LENGTH or not printable:

@@ -10,15 +10,18 @@ hand: DRF reads such a one as a position it compares the ordering column with.
 from __future__ import annotations
 
 import re
+from base64 import b64encode
+from urllib.parse import urlencode
 
 from rest_framework.exceptions import NotFound as CursorNotFound
-from rest_framework.pagination import CursorPagination, LimitOffsetPagination
+from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
 
 from common.refusals import InvalidRequest
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")  # below 2**63: the columns lists are ordered by are bigints
+POSITION = re.compile(r"0|[1-9][0-9]{0,17}")  # a cursor's position, as a list writes it (no leading zeros)
 
 
 def whole_number(request, name: str, *, least: int, default: int) -> int:
@@ -62,9 +65,30 @@ class IdCursorPagination(CursorPagination):
             cursor = super().decode_cursor(request)
         except CursorNotFound:
             raise bad_cursor() from None
-        if cursor is not None and cursor.position is not None and not WHOLE_NUMBER.fullmatch(cursor.position):
+        if cursor is None:
+            return None
+        if cursor == Cursor(offset=0, reverse=False, position=None):
+            raise bad_cursor()  # ?cursor= with nothing in it: no list gives that one
+        if cursor.position is not None and not POSITION.fullmatch(cursor.position):
+            raise bad_cursor()
+        # DRF's decoding forgives: base64 drops what is not of its alphabet, so ``%%%`` or
+        # ``====`` read as an empty cursor, the first page. A cursor this list gave is the one
+        # its own encoding makes of what it decodes to, character for character.
+        if canonical(cursor) != request.query_params[self.cursor_query_param]:
             raise bad_cursor()
         return cursor
+
+
+def canonical(cursor) -> str:
+    """The cursor parameter DRF's ``encode_cursor`` writes for ``cursor``."""
+    tokens = {}
+    if cursor.offset != 0:
+        tokens["o"] = str(cursor.offset)
+    if cursor.reverse:
+        tokens["r"] = "1"
+    if cursor.position is not None:
+        tokens["p"] = cursor.position
+    return b64encode(urlencode(tokens, doseq=True).encode("ascii")).decode("ascii")
 
 
 class PositionCursorPagination(IdCursorPagination):

@@ -24,7 +24,28 @@ class StrictInputSerializer(serializers.Serializer):
             if unknown:
                 message = f"Unknown field; this route takes: {', '.join(taken) or 'no fields'}."
                 raise serializers.ValidationError({name: [message] for name in unknown})
+            mistyped = {name: [message] for name, value in data.items()
+                        if (message := json_type_error(self.fields[name], value))}
+            if mistyped:
+                raise serializers.ValidationError(mistyped)
         return super().to_internal_value(data)
+
+
+NUMBER_FIELDS = (serializers.IntegerField, serializers.FloatField, serializers.DecimalField)
+
+
+def json_type_error(field: serializers.Field, value) -> str | None:
+    """SPEC §3: a number is a JSON number and a boolean a JSON boolean. DRF reads ``"1"`` as 1 and
+    ``"true"`` as True; an input that names its types refuses them (a list's items alike)."""
+    if value is None:
+        return None
+    if isinstance(field, serializers.ListField) and isinstance(value, list):
+        return next((error for item in value if (error := json_type_error(field.child, item))), None)
+    if isinstance(field, serializers.BooleanField) and not isinstance(value, bool):
+        return "Must be true or false (a JSON boolean)."
+    if isinstance(field, NUMBER_FIELDS) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        return "Must be a number (a JSON number, not a string)."
+    return None
 
 
 class NoInputSerializer(StrictInputSerializer):

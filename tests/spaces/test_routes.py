@@ -33,7 +33,7 @@ def test_a_bare_token_also_joins(steward, anonymous):
 
 
 @pytest.mark.parametrize("route", ["join", "create"])
-@pytest.mark.parametrize("idempotency_key", ["", " ", "k" * 256, "k\x01"])
+@pytest.mark.parametrize("idempotency_key", ["", " ", "k" * 256, "k\x01", "k\tk", "\tk"])
 def test_an_idempotency_key_is_checked_by_one_rule_on_every_route(steward, writer, anonymous, route, idempotency_key):
     """SPEC §7.1: 1 to 255 printable characters, the join's key as every other route's."""
     if route == "join":
@@ -300,6 +300,10 @@ def test_an_unknown_query_parameter_is_422_naming_it_and_what_the_route_takes(wr
     ("q=retry&offset=x", "offset"), ("q=retry&offset=-3", "offset"), ("q=retry&limit=none", "limit"),
     ("offset=2", "offset"),  # a list paged by cursor
     ("q=retry&cursor=cD0x", "cursor"),  # a list paged by offset (the cursor says p=1)
+    # base64 that decodes to nothing (DRF's decoding drops what is not of its alphabet), or to a
+    # cursor no list writes that way: never the first page
+    ("cursor=%25%25%25", "cursor"), ("cursor=%2525", "cursor"), ("cursor=!!!", "cursor"), ("cursor=====", "cursor"),
+    ("cursor=", "cursor"), ("cursor=cD0x%20", "cursor"), ("cursor=cD0x!", "cursor"), ("cursor=cD0wMQ%3D%3D", "cursor"),
 ])
 def test_paging_parameters_are_strict_input(writer, query, field):
     """SPEC §3: a paging value outside its type, or one that pages the other kind of list, is a
@@ -395,3 +399,22 @@ def test_every_mutating_route_refuses_a_body_field_it_does_not_take(steward, wri
     assert writer.api.request("POST", f"{S}/posts/{post.pk}/hide", None).status_code == 200
     assert steward.api.request("POST", f"{S}/posts/{post.pk}/withhold", {}).status_code == 200
     assert steward.api.post(f"{S}/tasks/1/give-back", [1]).status_code == 422
+
+
+@pytest.mark.parametrize("route, body, field", [
+    ("tasks", {"title": "Retry policy", "priority": "1"}, "priority"),
+    ("tasks", {"title": "Retry policy", "priority": True}, "priority"),
+    ("next", {"number": "3"}, "number"),
+    ("next", {"join": "true"}, "join"),
+    ("next", {"wait": "1"}, "wait"),
+    ("", {"claim_lease_seconds": "10"}, "claim_lease_seconds"),
+    ("", {"similar_threshold": "0.5"}, "similar_threshold"),
+    ("tasks/1/blockers", {"task": "2"}, "task"),
+])
+def test_a_number_or_a_boolean_sent_as_a_string_is_422(steward, route, body, field):
+    """SPEC §3: a number in a JSON body is a JSON number (``"priority": "1"`` is 422), a boolean a
+    JSON boolean; DRF alone would read both."""
+    path = f"{S}/{route}" if route else S
+    response = steward.api.patch(path, body) if not route else steward.api.post(path, body)
+    assert response.status_code == 422, response.content
+    assert field in response.json()["fields"], response.content
