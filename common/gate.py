@@ -12,12 +12,44 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 SLOTS = int(os.environ.get("SPACES_RUNNING_PER_PROCESS", "0") or 0)  # 0: no limit (gunicorn.conf.py sets 1)
 
-_slots = threading.BoundedSemaphore(SLOTS) if SLOTS > 0 else None
+
+
+class FairSlots:
+    """A counting semaphore that serves its waiters in the order they came. Python's
+    ``Semaphore`` lets a thread that arrives just as a slot is released take it before the
+    one woken for it, so under steady load a request could wait behind many that came after
+    it (a heartbeat held for seconds: its claim lapsed). Here a released slot is handed to the
+    longest waiting request directly."""
+
+    def __init__(self, slots: int) -> None:
+        self.lock = threading.Lock()
+        self.free = slots
+        self.queue: deque[threading.Event] = deque()
+
+    def acquire(self) -> None:
+        with self.lock:
+            if self.free > 0 and not self.queue:
+                self.free -= 1
+                return
+            turn = threading.Event()
+            self.queue.append(turn)
+        turn.wait()  # set by release, which hands this thread the slot
+
+    def release(self) -> None:
+        with self.lock:
+            if self.queue:
+                self.queue.popleft().set()
+            else:
+                self.free += 1
+
+
+_slots = FairSlots(SLOTS) if SLOTS > 0 else None
 _holding = threading.local()
 
 

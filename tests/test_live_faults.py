@@ -168,21 +168,34 @@ def test_an_agent_heartbeating_every_third_of_its_lease_through_load_is_never_la
         return sent
 
     with gunicorn(workers=2) as base:
+        previous_sent = time.monotonic()
         assert httpx.post(f"{base}{S}/next", json={"number": 1}, headers=headers(holder), timeout=30).status_code == 200
         threads, sent, errors = in_threads(6, load)
-        refusals = 0
+        renewed, lapsed_late = 0, False
         ends = time.monotonic() + 60
         while time.monotonic() < ends:
             time.sleep(10 / 3)
+            beat_sent = time.monotonic()
             beat = httpx.post(f"{base}{S}/tasks/1/heartbeat", headers=headers(holder), timeout=30)
-            if beat.status_code != 200:
-                refusals += 1
-                print("heartbeat refused:", beat.status_code, beat.text[:300])  # shown when the test fails
+            answered = time.monotonic()
+            if beat.status_code == 200:
+                renewed, previous_sent = renewed + 1, beat_sent
+                continue
+            # The test measures its own slack: the claim expired a lease after the previous renewal
+            # committed (after it was sent), and this heartbeat read the clock before it answered.
+            # Answered within a lease of that send, it was in time and must renew; a machine so
+            # loaded that it was not is no finding about the service, and the claim is gone then.
+            assert answered - previous_sent >= 10, (beat.status_code, beat.text[:300], answered - previous_sent)
+            print(f"heartbeat answered {answered - previous_sent:.1f} s after the previous one was sent: late")
+            lapsed_late = True
+            break
         stop.set()
         finish(threads, errors)
-    assert refusals == 0 and sum(sent) > 100  # the server was busy all along
-    claim = Claim.objects.get(task__number=1, member__name="holder")
-    assert claim.ended_at is None and not Claim.objects.filter(task__number=1, end_reason="lapsed").exists()
+    assert sum(sent) > 100  # the server was busy all along
+    assert renewed >= 1 if lapsed_late else renewed >= 10, renewed
+    if not lapsed_late:
+        claim = Claim.objects.get(task__number=1, member__name="holder")
+        assert claim.ended_at is None and not Claim.objects.filter(task__number=1, end_reason="lapsed").exists()
 
 
 def test_stopping_the_server_ends_the_waits_at_once_and_leaves_no_process():
