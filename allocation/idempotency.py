@@ -77,14 +77,15 @@ def storable(body: Any) -> Any:
 
 
 def settle_operation(*, operation: Operation, status: int, body: Any, headers: dict[str, str],
-                     secret: dict[str, Any] | None = None) -> bool:
+                     secret: dict[str, Any] | None = None, content: str | None = None) -> bool:
     """Report what the attempt holding ``operation.lease_epoch`` observed; True if it settled.
 
     A transient outcome only ends the lease, so a retry can run; anything else completes
     the operation with the response to replay.
     """
     kind = ObservationKind.TRANSIENT if is_transient(status, body) else ObservationKind.SUCCESS
-    report = Report.for_attempt(operation, kind, status=status, body=storable(body), headers=headers, secret=secret)
+    report = Report.for_attempt(operation, kind, status=status, body=storable(body), content=content, headers=headers,
+                                secret=secret)
     settled = observe(operation=operation, report=report)
     return settled.verdict == ObservationVerdict.APPLIED
 

@@ -23,7 +23,8 @@ from common.refusals import DomainError, InvalidRequest, ServiceUnavailable
 from spaces.auth import bearer_token, request_api_key
 
 log = logging.getLogger("spaces.units")
-REPLAYED_HEADERS = ("Retry-After", "Location")
+# The headers that describe an answer, replayed with it (SPEC §7.1).
+REPLAYED_HEADERS = ("Content-Type", "Allow", "Retry-After", "Location")
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -69,7 +70,7 @@ class UnitOfWorkMiddleware:
                 return Answer(response.status_code, None, response=response)
             headers = {h: response[h] for h in REPLAYED_HEADERS if response.has_header(h)}
             return Answer(response.status_code, response_json(response), headers, response=response,
-                          secret=getattr(response, "spaces_secret", None))
+                          secret=getattr(response, "spaces_secret", None), content=response_text(response))
 
         try:
             api_key, answer = run_unit(work, idempotent=idempotent)
@@ -111,9 +112,25 @@ def response_json(response: HttpResponse):
         return None
 
 
+def response_text(response: HttpResponse) -> str | None:
+    """The body as sent, when it is text to keep (a JSON answer is UTF-8)."""
+    if getattr(response, "streaming", False):
+        return None
+    try:
+        return response.content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def replay(answer: Answer) -> HttpResponse:
+    """The stored answer: the same status, headers and body, byte for byte; one rendered again
+    only when it carried a secret (its fresh one) or was stored before bodies were kept as sent."""
     content_type = PROBLEM_JSON if answer.status >= 400 else "application/json"
-    content = b"" if answer.body is None else json.dumps(answer.body).encode()
+    if answer.content is not None:
+        content = answer.content.encode("utf-8")
+    else:
+        content = b"" if answer.body is None else json.dumps(answer.body, ensure_ascii=False,
+                                                            separators=(",", ":")).encode()
     response = HttpResponse(content, status=answer.status, content_type=content_type)
     for name, value in answer.headers.items():
         response[name] = value

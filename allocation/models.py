@@ -138,6 +138,10 @@ class Operation(models.Model):
     revision = models.PositiveIntegerField(default=1)
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
     response_body = models.JSONField(null=True, blank=True)
+    # The answer's body as it was sent, character for character (SPEC §7.1: a replay is the same
+    # bytes; ``jsonb`` keeps neither key order nor spacing). None for an answer that carried a
+    # secret, whose replay is rendered again with a fresh one, and for work no request answered.
+    response_content = models.TextField(null=True, blank=True)
     response_headers = models.JSONField(default=dict, blank=True)
     # An answer that carried a secret is stored without it; this says how a replay gets a
     # fresh one (spaces.secrets): {"kind", "fields", "ref"}.

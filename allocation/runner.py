@@ -60,11 +60,12 @@ class Answer:
     response: Any = None  # the front's own response object, when the work made one
     secret: SecretAnswer | None = None  # which fields hold a secret, never stored (spaces.secrets)
     replayed: bool = False
+    content: str | None = None  # the body as the front sent it, replayed as it is (SPEC §7.1)
 
     @classmethod
     def stored(cls, operation: Operation) -> "Answer":
         return cls(operation.response_status, operation.response_body, dict(operation.response_headers or {}),
-                   replayed=True)
+                   replayed=True, content=operation.response_content)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ def replay(operation: Operation) -> Answer:
     revoked (SPEC §7.1). Runs under the unit's lock, so replays reissue one at a time."""
     answer = Answer.stored(operation)
     if operation.secret:
+        answer.content = None  # rendered again, around the fresh secret
         answer.body, operation.secret = reissue(operation.secret, answer.body)
         Operation.objects.filter(pk=operation.pk).update(secret=operation.secret)  # the ref to revoke next time
     return answer
@@ -339,7 +341,8 @@ def run_once(work: Callable[[UnitOfWork], Answer], idempotent: Idempotent | None
         if unit.operation is not None:
             settle_operation(operation=unit.operation, status=answer.status,
                              body=without_secret(answer.body, answer.secret), headers=answer.headers,
-                             secret=answer.secret.as_stored() if answer.secret else None)
+                             secret=answer.secret.as_stored() if answer.secret else None,
+                             content=None if answer.secret else answer.content)
         unit.end(commit=True)
         return api_key, answer
     except BaseException as error:

@@ -53,6 +53,7 @@ class Report:
     lease_epoch: int | None = None
     status: int | None = None
     body: Any = None
+    content: str | None = None  # the body as sent (Operation.response_content)
     headers: dict[str, str] | None = None
     secret: dict[str, Any] | None = None
 
@@ -185,7 +186,7 @@ def decide(op: Operation, report: Report) -> tuple[str, dict[str, Any]]:
         state = OperationState.COMPLETED if report.kind == ObservationKind.SUCCESS else OperationState.FAILED
         return ObservationVerdict.APPLIED, {
             "state": state, "response_status": report.status, "response_body": report.body,
-            "response_headers": report.headers or {}, "secret": report.secret, "completed_at": now,
+            "response_content": report.content, "response_headers": report.headers or {}, "secret": report.secret, "completed_at": now,
             "lease_expires_at": None,
         }
     if report.kind == ObservationKind.RETRY:

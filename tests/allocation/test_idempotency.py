@@ -43,6 +43,33 @@ def test_a_refusal_is_replayed_too(writer, writer2):
     assert replayed.json() == refused.json() and replayed["Content-Type"] == "application/problem+json"
 
 
+DESCRIBING = ("Content-Type", "Allow", "Location", "Retry-After")
+
+
+@pytest.mark.parametrize("route, body", [
+    ("tasks", {"title": "Benchmark harness for code-review agents — ünïcode", "priority": 1, "labels": ["b", "a"]}),
+    ("tasks/window", {"proposals": [{"title": "Retry policy"}, {"title": "Token spend dashboard"}]}),
+    ("posts", {"title": "Harness", "body": "It runs.\n\tIndented — ✓"}),
+])
+def test_a_replay_is_the_first_answer_byte_for_byte(writer, route, body):
+    """SPEC §7.1: the same status and body, byte for byte, with the headers that describe it
+    (the answer was stored as jsonb, and replayed with sorted keys, spaces and no Allow)."""
+    first = post(writer, f"bytes-{route}", body, path=f"{S}/{route}")
+    again = post(writer, f"bytes-{route}", body, path=f"{S}/{route}")
+    assert first.status_code in (200, 201) and again.status_code == first.status_code
+    assert again.content == first.content
+    assert {h: first.get(h) for h in DESCRIBING} == {h: again.get(h) for h in DESCRIBING}
+    assert again["Idempotent-Replayed"] == "true"
+
+
+def test_a_refusal_is_replayed_byte_for_byte(writer, writer2):
+    post(writer, "a")
+    refused = post(writer2, "b")
+    replayed = post(writer2, "b")
+    assert refused.status_code == 409 and replayed.content == refused.content
+    assert {h: refused.get(h) for h in DESCRIBING} == {h: replayed.get(h) for h in DESCRIBING}
+
+
 def test_another_body_with_the_same_key_is_422_and_changes_nothing(writer):
     post(writer, "k1")
     response = post(writer, "k1", {"title": "Something else"})
@@ -285,13 +312,14 @@ def test_a_window_answers_a_repeated_key_as_a_single_create_would(writer):
     ("/tasks/window", {"proposals": [{"title": "Retry policy", "delivery_mode": "\u0000"}]}, "writer"),
 ])
 def test_a_refusal_that_echoes_a_nul_is_stored_and_replayed_under_a_key(steward, writer, path, body, persona):
-    """jsonb holds no NUL: a refusal quoting the input is stored with U+FFFD in its place, so
-    the request and its retry answer the same refusal, never a 500."""
+    """jsonb holds no NUL: a refusal quoting the input is stored there with U+FFFD in its place,
+    and its retry answers the same refusal as it was sent (the body is kept as sent), never a 500."""
     who = {"steward": steward, "writer": writer}[persona]
     first = who.api.post(S + path, body, headers={"Idempotency-Key": "nul"})
     assert first.status_code in (200, 422), first.content
     again = who.api.post(S + path, body, headers={"Idempotency-Key": "nul"})
     assert again.status_code == first.status_code and again["Idempotent-Replayed"] == "true"
-    assert again.json() == storable(first.json())
+    assert again.content == first.content
+    assert Operation.objects.get(key="nul").response_body == storable(first.json())
     without_key = who.api.post(S + path, body)
     assert without_key.status_code == first.status_code
