@@ -268,3 +268,26 @@ def test_the_docs_python_quickstart_runs_as_written():
         ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines()[0] == "task 1" and "Write the release notes" in ran.stdout
+
+
+@pytest.mark.parametrize("method, accept", [("GET", "*/*"), ("GET", "text/event-stream"),
+                                            ("GET", "application/json, text/event-stream"), ("DELETE", "*/*")])
+def test_any_request_to_mcp_answers_at_once(method, accept):
+    """A GET with curl's Accept: */* never answered (a stream the SDK opened and never ended);
+    the stateless server opens no stream and ends no session: 405 at once, and the SDK's client
+    still works (it ends with a DELETE)."""
+    import time
+
+    import httpx
+
+    space = load_agent_lab()
+    _, key = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=1) as base:
+        started = time.monotonic()
+        response = httpx.request(method, f"{base}/mcp", headers={"Authorization": f"Bearer {key}", "Accept": accept},
+                                 timeout=10)
+        assert time.monotonic() - started < 1
+        assert response.status_code == 405 and response.json()["error"] == "method_not_allowed"
+        assert "POST" in response.headers["Allow"]
+        _, results = run(base, key, [("list_tasks", {})])
+        assert results[0][0] is False

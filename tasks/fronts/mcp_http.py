@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from asgiref.sync import async_to_sync
 from django.http import HttpResponse
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -71,10 +72,22 @@ def exchange(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes,
     return sent["status"], sent["headers"], b"".join(sent["body"])
 
 
+class AnswersInJson(BaseContentNegotiation):
+    """The SDK speaks for itself on a POST; what DRF answers here (a 401, a 405) is JSON,
+    whatever the client accepts (an MCP client accepts text/event-stream too)."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+    def select_parser(self, request, parsers):
+        return parsers[0]
+
+
 class MCPEndpoint(APIView):
     """``/mcp``: the member's API key authenticates, as on every REST route."""
 
     schema = None  # JSON-RPC, not REST: kept out of the OpenAPI schema
+    content_negotiation_class = AnswersInJson
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsMember]
 
@@ -93,11 +106,10 @@ class MCPEndpoint(APIView):
                 response[name.decode("latin-1")] = value.decode("latin-1")
         return response
 
-    def get(self, request: Request) -> HttpResponse:
-        return self.answer(request)
-
     def post(self, request: Request) -> HttpResponse:
         return self.answer(request)
 
-    def delete(self, request: Request) -> HttpResponse:
-        return self.answer(request)
+    # Stateless, with JSON answers: the server opens no stream of its own (a GET) and keeps no
+    # session to end (a DELETE). The MCP transport lets such a server answer both 405, which
+    # its clients expect; handed to the SDK, a GET accepting */* (curl's default) opened a
+    # stream that never ended and held a thread. DRF answers 405 with Allow: POST, OPTIONS.
