@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
+from typing import Callable
 
 from django.db import connection
 from django.http import HttpResponse
 
-from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
+from allocation.runner import Answer, ClientGone, Idempotent, UnitOfWork, run_unit
 from common import json_input
 from common.idempotency_keys import check_idempotency_key
 from common.problems import DATABASE_AWAY, PROBLEM_JSON, error_summary, problem_response
@@ -73,9 +75,13 @@ class UnitOfWorkMiddleware:
                           secret=getattr(response, "spaces_secret", None), content=response_text(response))
 
         try:
-            api_key, answer = run_unit(work, idempotent=idempotent)
+            api_key, answer = run_unit(work, idempotent=idempotent, client_gone=client_gone(request))
         except DomainError as error:
             return problem_response(error)
+        except ClientGone:
+            # No one to answer: nginx's 499 "client closed request", for the access log only.
+            log.info("%s %s: the client hung up while it waited; nothing claimed", request.method, request.path)
+            return HttpResponse(status=499)
         if answer is None:
             request.spaces_api_key = None  # not a valid key: the view answers 401, in a unit of its own
             _, answer = run_unit(work)
@@ -101,6 +107,23 @@ class UnitOfWorkMiddleware:
         except (ValueError, UnicodeDecodeError):
             return None  # the view answers 400 malformed_json (or 401)
         return Idempotent(raw_key=raw_key, key=idempotency_key, method=request.method, path=request.path, body=body)
+
+
+def client_gone(request) -> Callable[[], bool] | None:
+    """Whether the caller hung up, read off the client's socket without waiting, where the
+    server hands it over (gunicorn does); None where it cannot be told."""
+    sock = request.META.get("gunicorn.socket")
+    if sock is None:
+        return None
+
+    def gone() -> bool:
+        try:
+            return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""  # end of stream: closed
+        except (BlockingIOError, InterruptedError):
+            return False  # open, nothing sent: still waiting for its answer
+        except OSError:
+            return True  # reset, or closed here
+    return gone
 
 
 def response_json(response: HttpResponse):

@@ -109,6 +109,12 @@ class Waiting:
     deadline: float | None = None
     waiter: Waitable | None = None
     requested: bool = False  # the last run asked to wait (UnitOfWork.wait_for)
+    client_gone: Callable[[], bool] | None = None  # the front's: has the caller hung up?
+
+
+class ClientGone(Exception):
+    """The caller of a waiting request hung up while it waited (SPEC §15: a waiter who left
+    claims nothing). Nothing was written; the front has no one to answer."""
 
 
 class UnitOvertaken(errors.IdempotencyInProgress):
@@ -262,8 +268,8 @@ def in_progress() -> errors.IdempotencyInProgress:
     )
 
 
-def run_unit(work: Callable[[UnitOfWork], Answer], *,
-             idempotent: Idempotent | None = None) -> tuple[ApiKey | None, Answer | None]:
+def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | None = None,
+             client_gone: Callable[[], bool] | None = None) -> tuple[ApiKey | None, Answer | None]:
     """Run ``work`` as one unit of work; ``(key, answer)``.
 
     Without ``idempotent`` the key is the front's business (None here) and the answer is the
@@ -272,12 +278,16 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *,
     ``idempotency_binding_mismatch``) and ``idempotency_in_progress`` are raised with nothing
     written. A 5xx answer (the work crashed) commits nothing, so a retry runs again; a
     transient answer (SPEC §7.1) leaves the operation retryable; any other completes it.
+
+    ``client_gone``, when the front can tell, says whether the caller hung up: a waiting request
+    asks it each time it wakes, before it runs again, and raises ``ClientGone`` instead of
+    claiming for no one (the work goes to the next waiter in line).
     """
     fingerprint = None
     if idempotent is not None:
         check_idempotency_key(idempotent.key)
         fingerprint = request_fingerprint(idempotent.method, idempotent.path, idempotent.body)
-    waiting = Waiting()
+    waiting = Waiting(client_gone=client_gone)
     try:
         while True:
             outcome = run_once(work, idempotent, fingerprint, waiting)
@@ -289,6 +299,8 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *,
             connection.close()
             with gate.released():  # a waiting request takes none of its process's running slots
                 waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))
+            if waiting.client_gone is not None and waiting.client_gone():
+                raise ClientGone()  # leaving (below) hands its turn to the next waiter
             if not waiting.waiter.open():
                 waiting.deadline = time.monotonic()  # the process is stopping: the last run answers now
     finally:

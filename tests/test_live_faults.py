@@ -215,3 +215,30 @@ def test_stopping_the_server_ends_the_waits_at_once_and_leaves_no_process():
     assert results == [{"task": None}] * 4
     assert took < 10, f"{took:.1f} s"
     assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
+
+
+def test_a_waiter_whose_client_hung_up_claims_nothing_and_the_next_waiter_gets_the_work():
+    """SPEC §15: a waiter whose connection closed claims nothing. The first (longest) waiter
+    hangs up; the task made ready afterwards goes to the second, and no claim names the first."""
+    import json
+    import socket
+
+    space = load_agent_lab()
+    steward, _ = member_with_key(space, "steward", "steward")
+    left, left_key = member_with_key(space, "writer", "left")
+    _, stays_key = member_with_key(space, "writer", "stays")
+    with gunicorn(workers=1) as base:
+        host, port = base.removeprefix("http://").split(":")
+        body = json.dumps({"wait": 20}).encode()
+        hung_up = socket.create_connection((host, int(port)))
+        hung_up.sendall(f"POST {S}/next HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {left_key}\r\n"
+                        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        time.sleep(1)  # it waits, first in line
+        hung_up.close()
+        threads, results, errors = in_threads(1, lambda i: waited_next(base, stays_key, 20))
+        time.sleep(1)  # the second waits too
+        create_task(space=space, actor=steward, title="Retry policy")
+        finish(threads, errors)
+    assert results[0]["task"]["id"] == 1
+    assert list(Claim.objects.values_list("member__name", flat=True)) == ["stays"]
+    assert not Claim.objects.filter(member=left).exists()
