@@ -35,6 +35,9 @@ backlog = 2048
 os.environ.setdefault("DJANGO_DB_POOL_SIZE", "4")
 # One request runs at a time in each worker (common.gate); waiting ones give their turn back.
 os.environ.setdefault("SPACES_RUNNING_PER_PROCESS", "1")
+# Waits a worker holds at most (SPEC §15 Capacity): three quarters of its threads, so the requests
+# that run always find a thread however many agents wait; a wait past it answers 503 at once.
+os.environ.setdefault("SPACES_WAITS_PER_PROCESS", str(max(1, threads * 3 // 4)))
 
 
 def post_worker_init(worker) -> None:

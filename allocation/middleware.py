@@ -75,7 +75,9 @@ class UnitOfWorkMiddleware:
                           secret=getattr(response, "spaces_secret", None), content=response_text(response))
 
         try:
-            api_key, answer = run_unit(work, idempotent=idempotent, client_gone=client_gone(request))
+            caller = getattr(request, "spaces_api_key", None)
+            api_key, answer = run_unit(work, idempotent=idempotent, client_gone=client_gone(request),
+                                       caller_key=caller.pk if caller is not None else None)
         except DomainError as error:
             return problem_response(error)
         except ClientGone:

@@ -93,6 +93,8 @@ def replay(operation: Operation) -> Answer:
 class Waitable(Protocol):
     """What a command waits on (``tasks.waiting.Waiter``): woken when work may be there."""
 
+    def admit(self, key_id: int | None, seconds: float) -> None: ...
+
     def wait(self, timeout: float) -> bool: ...
 
     def renew(self, other: "Waitable") -> None: ...
@@ -110,6 +112,7 @@ class Waiting:
     waiter: Waitable | None = None
     requested: bool = False  # the last run asked to wait (UnitOfWork.wait_for)
     client_gone: Callable[[], bool] | None = None  # the front's: has the caller hung up?
+    admitted: bool = False  # counted among the waits its process and its key may have
 
 
 class ClientGone(Exception):
@@ -269,7 +272,8 @@ def in_progress() -> errors.IdempotencyInProgress:
 
 
 def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | None = None,
-             client_gone: Callable[[], bool] | None = None) -> tuple[ApiKey | None, Answer | None]:
+             client_gone: Callable[[], bool] | None = None,
+             caller_key: int | None = None) -> tuple[ApiKey | None, Answer | None]:
     """Run ``work`` as one unit of work; ``(key, answer)``.
 
     Without ``idempotent`` the key is the front's business (None here) and the answer is the
@@ -281,7 +285,9 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | N
 
     ``client_gone``, when the front can tell, says whether the caller hung up: a waiting request
     asks it each time it wakes, before it runs again, and raises ``ClientGone`` instead of
-    claiming for no one (the work goes to the next waiter in line).
+    claiming for no one (the work goes to the next waiter in line). ``caller_key``: the API key
+    the front authenticated (a keyed unit's own is the first touch's), whose waits are counted
+    before the first one begins (SPEC §15 Capacity: a refusal then, with nothing written).
     """
     fingerprint = None
     if idempotent is not None:
@@ -296,6 +302,10 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | N
             # The work found nothing and may wait (SPEC §15): its unit ended with nothing
             # written, and nothing is held while it waits, not even a connection.
             waiting.requested = False
+            if not waiting.admitted:
+                key = outcome[0].pk if outcome[0] is not None else caller_key
+                waiting.waiter.admit(key, max(0.0, waiting.deadline - time.monotonic()))
+                waiting.admitted = True
             connection.close()
             with gate.released():  # a waiting request takes none of its process's running slots
                 waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))

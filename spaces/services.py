@@ -151,6 +151,7 @@ SPACE_SETTINGS = (
     "requests_per_minute",
     "similar_threshold",
     "max_queued_exports",
+    "max_waits_per_key",
 )
 
 

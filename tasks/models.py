@@ -412,3 +412,19 @@ class Notification(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["member", "id"], name="notification_member_id")]
+
+
+class WaitSlot(models.Model):
+    """One of a key's waited nexts waiting right now (SPEC §15 Capacity: at most the space's
+    ``max_waits_per_key`` at once, across every server process). Taken when a wait begins,
+    given back when it ends; a process that died leaves its slots until ``held_until`` (the
+    wait's own end and a margin), when the next wait of the key takes them over."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    api_key = models.ForeignKey("spaces.ApiKey", on_delete=models.CASCADE, related_name="+", db_index=False)
+    slot = models.PositiveSmallIntegerField()
+    token = models.CharField(max_length=32)  # the wait's own: only it gives the slot back
+    held_until = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["api_key", "slot"], name="waitslot_one_per_key_slot")]

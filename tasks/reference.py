@@ -139,6 +139,10 @@ def live_section() -> dict:
             "waiting first",
             "a waiting request holds no transaction, lock or connection; wait with number is a 422",
             "with an Idempotency-Key, a retry after a dropped connection answers the claim made for it",
+            "a caller that hangs up while it waits claims nothing: the work goes to the next waiter",
+            "capacity: one key waits at most max_waits_per_key times at once (429 rate_limited with Retry-After "
+            "and max_waits_per_key); a server process that holds all the waits it may answers a new one 503 "
+            "service_unavailable at once; a next without wait is refused for neither",
         ],
         "leases": [
             "space setting claim_lease_seconds (null, or 10-3600; default null): a claim lasts that long from when "
@@ -154,7 +158,8 @@ def live_section() -> dict:
             "the lapse is recorded once, by whichever meets it first (next, a change or read of the task, a list, "
             "expire_claims): history claim_lapsed and a claim_lapsed notification to the holder",
         ],
-        "settings": {"claim_lease_seconds": {"default": None, "range": "null or 10-3600"}},
+        "settings": {"claim_lease_seconds": {"default": None, "range": "null or 10-3600"},
+                     "max_waits_per_key": {"default": 8, "range": "1-100"}},
         "cli": ["spaces next --wait S", "spaces heartbeat N",
                 "spaces work [--wait S] [--label L]... [--loop] -- COMMAND...: claims a task, runs COMMAND with "
                 "SPACES_TASK, SPACES_TASK_TITLE, SPACES_TASK_BODY, SPACES_URL and SPACES_KEY in its environment "

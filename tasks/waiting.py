@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,11 +32,13 @@ from typing import Callable
 
 import psycopg
 from django.conf import settings
+from django.db import connection
 from django.db.models.functions import Now
 
+from common.refusals import RateLimited, ServiceUnavailable
 from tasks.attempts import checkable_attempts
 from tasks.filters import ready_queue
-from tasks.models import Claim
+from tasks.models import Claim, WaitSlot
 from tasks.wakeups import CHANNEL
 
 log = logging.getLogger("spaces.waiting")
@@ -44,6 +47,12 @@ RECHECK_SECONDS = 1.0  # the lost-notification re-check: at most one statement a
 PASS_STEP_SECONDS = 2.0  # a woken waiter that has not reported back by then is passed over
 RECONNECT_PAUSES = (0.1, 0.2, 0.5, 1.0, 2.0)
 LISTENER_NAME = "spaces work listener"  # its application_name, as pg_stat_activity shows it
+# SPEC §15 Capacity: how many requests may wait at once in this process (0: no limit). Each holds
+# a thread; gunicorn.conf.py sets it below the thread count, so the requests that run always find
+# one. A wait past it answers 503 at once.
+WAITS_PER_PROCESS = int(os.environ.get("SPACES_WAITS_PER_PROCESS", "0") or 0)
+SLOT_MARGIN_SECONDS = 30  # a key's wait slot outlives its wait by this much if its process dies
+SLOT_TRIES = 3  # two waits of one key taking the same free slot at once: the loser tries the next
 
 _arrivals = itertools.count()
 
@@ -57,8 +66,25 @@ class Waiter:
     shape: tuple
     probe: tuple[str, list]
     seen: int = 0  # the space's generation when it last tried (Registry.generation)
+    max_waits: int = 8  # the space's max_waits_per_key
     arrival: int = field(default_factory=lambda: next(_arrivals))
     woken: threading.Event = field(default_factory=threading.Event)
+    admitted: bool = False
+    slot: tuple[int, str] | None = None  # (api key, token) of the wait slot it holds
+
+    def admit(self, key_id: int | None, seconds: float) -> None:
+        """Before the first wait: a place in this process (else ``503``) and one of the key's wait
+        slots (else ``429``), SPEC §15 Capacity."""
+        REGISTRY.admit(self)
+        if key_id is not None:
+            token = take_wait_slot(space_id=self.space_id, key_id=key_id, limit=self.max_waits,
+                                   hold_seconds=seconds + SLOT_MARGIN_SECONDS)
+            if token is None:
+                raise RateLimited(
+                    f"This key already has {self.max_waits} waited requests waiting (the space's "
+                    "max_waits_per_key): wait for one to end, or ask without waiting.",
+                    retry_after_ms=1000, headers={"Retry-After": "1"}, max_waits_per_key=self.max_waits)
+            self.slot = (key_id, token)
 
     def wait(self, timeout: float) -> bool:
         return REGISTRY.wait(self, timeout)
@@ -69,6 +95,10 @@ class Waiter:
 
     def leave(self) -> None:
         REGISTRY.leave(self)
+        if self.slot is not None:
+            key_id, token = self.slot
+            self.slot = None
+            WaitSlot.objects.filter(api_key_id=key_id, token=token).delete()
 
     def open(self) -> bool:
         """False once this process is stopping: waits end now, answering nothing."""
@@ -101,6 +131,7 @@ class Registry:
         self.spaces: dict[int, Space] = {}
         self.generations: dict[int, int] = {}
         self.closed = False
+        self.admitted = 0  # waits counted in (admit), until they leave
         # Set by the server (gunicorn.conf.py): False once the process should stop serving.
         self.serving: Callable[[], bool] | None = None
         self.listener: Listener | None = None
@@ -134,9 +165,22 @@ class Registry:
                 return True  # work was announced while it tried: try again now
         return waiter.woken.wait(timeout)
 
+    def admit(self, waiter: Waiter) -> None:
+        """Count ``waiter`` among this process's waits, unless the process holds all it may."""
+        with self.lock:
+            if WAITS_PER_PROCESS and self.admitted >= WAITS_PER_PROCESS:
+                raise ServiceUnavailable(
+                    f"This server holds as many waiting requests as it may ({WAITS_PER_PROCESS}): retry "
+                    "after Retry-After seconds, or ask without waiting.")
+            self.admitted += 1
+            waiter.admitted = True
+
     def leave(self, waiter: Waiter) -> None:
         """The waiter is done (it claimed something, or its time is up, or its request failed)."""
         with self.lock:
+            if waiter.admitted:
+                waiter.admitted = False
+                self.admitted -= 1
             space = self.spaces.get(waiter.space_id)
             if space is None or waiter not in space.waiting:
                 return
@@ -347,4 +391,38 @@ def waiter_for_next(*, space, member, kind: str, labels: list[str], seen: int) -
         querysets = [ready_queue(space.pk, labels), Claim.objects.filter(Claim.due(Now()), space_id=space.pk)]
     parts = [queryset.values("pk")[:1].query.sql_with_params() for queryset in querysets]
     probe = (" OR ".join(f"EXISTS({sql})" for sql, _ in parts), [param for _, params in parts for param in params])
-    return Waiter(space.pk, shape, probe, seen=seen)
+    return Waiter(space.pk, shape, probe, seen=seen, max_waits=space.max_waits_per_key)
+
+
+def take_wait_slot(*, space_id: int, key_id: int, limit: int, hold_seconds: float) -> str | None:
+    """One of the key's ``limit`` wait slots, free or left by a wait whose process died (past its
+    ``held_until``); its token, or None when all are held. The unique constraint on (key, slot)
+    is the referee between processes (SPEC §15 Capacity)."""
+    token = secrets.token_hex(16)
+    for _ in range(SLOT_TRIES):
+        with connection.cursor() as cursor:
+            cursor.execute(TAKE_WAIT_SLOT, {"space": space_id, "key": key_id, "limit": limit, "token": token,
+                                            "seconds": hold_seconds})
+            if cursor.fetchone() is not None:
+                return token
+            cursor.execute(HELD_WAIT_SLOTS, {"key": key_id, "limit": limit})
+            if cursor.fetchone()[0] >= limit:
+                return None
+    return None
+
+
+_slots = WaitSlot._meta.db_table
+# The first of slots 1..limit no live wait holds, taken; a slot whose holder's time is past is
+# taken over (ON CONFLICT … WHERE); a slot another wait took a moment before returns no row.
+TAKE_WAIT_SLOT = f"""
+WITH free AS (
+    SELECT s FROM generate_series(1, %(limit)s) AS s
+    WHERE NOT EXISTS (SELECT 1 FROM {_slots} w WHERE w.api_key_id = %(key)s AND w.slot = s AND w.held_until > now())
+    ORDER BY s LIMIT 1)
+INSERT INTO {_slots} (space_id, api_key_id, slot, token, held_until)
+SELECT %(space)s, %(key)s, s, %(token)s, now() + make_interval(secs => %(seconds)s) FROM free
+ON CONFLICT (api_key_id, slot) DO UPDATE SET token = EXCLUDED.token, held_until = EXCLUDED.held_until
+    WHERE {_slots}.held_until <= now()
+RETURNING slot"""
+HELD_WAIT_SLOTS = f"""
+SELECT count(*) FROM {_slots} WHERE api_key_id = %(key)s AND slot <= %(limit)s AND held_until > now()"""

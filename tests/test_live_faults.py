@@ -242,3 +242,31 @@ def test_a_waiter_whose_client_hung_up_claims_nothing_and_the_next_waiter_gets_t
     assert results[0]["task"]["id"] == 1
     assert list(Claim.objects.values_list("member__name", flat=True)) == ["stays"]
     assert not Claim.objects.filter(member=left).exists()
+
+
+def test_waits_past_a_servers_capacity_are_503_at_once_and_other_routes_keep_their_speed():
+    """SPEC §15 Capacity: more waited nexts than the server's threads. The waits it may hold
+    wait; the rest answer 503 at once; a plain read meanwhile answers at its speed (it took
+    seconds when every thread was held by a wait)."""
+    space = load_agent_lab()
+    keys = [member_with_key(space, "writer", f"agent-{i}")[1] for i in range(24)]
+    _, reader = member_with_key(space, "reader", "reader")
+    with gunicorn(workers=1, GUNICORN_THREADS="16") as base:  # 12 waits at most (gunicorn.conf.py)
+        def wait(i: int) -> tuple[int, float]:
+            started = time.monotonic()
+            response = httpx.post(f"{base}{S}/next", json={"wait": 8}, headers=headers(keys[i]), timeout=30)
+            return response.status_code, time.monotonic() - started
+
+        threads, results, errors = in_threads(24, wait)
+        time.sleep(2)
+        reads = []
+        for _ in range(5):
+            started = time.monotonic()
+            assert httpx.get(f"{base}{S}/tasks", headers=headers(reader), timeout=30).status_code == 200
+            reads.append(time.monotonic() - started)
+        finish(threads, errors)
+    assert max(reads) < 1.0, reads
+    waited = [elapsed for status, elapsed in results if status == 200]
+    full = [elapsed for status, elapsed in results if status == 503]
+    assert len(waited) == 12 and len(full) == 12, results
+    assert max(full) < 2.0 and min(waited) > 7.0

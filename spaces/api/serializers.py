@@ -115,6 +115,7 @@ class SpaceSerializer(serializers.ModelSerializer):
             "requests_per_minute",
             "similar_threshold",
             "max_queued_exports",
+            "max_waits_per_key",
             "created_at",
         ]
         read_only_fields = ["slug", "created_at"]
@@ -131,6 +132,7 @@ class SpaceUpdateSerializer(StrictInputSerializer):
     requests_per_minute = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, allow_null=True)
     similar_threshold = serializers.FloatField(min_value=0.05, max_value=1.0, required=False)
     max_queued_exports = serializers.IntegerField(min_value=1, max_value=20, required=False)
+    max_waits_per_key = serializers.IntegerField(min_value=1, max_value=100, required=False)
 
 
 class KeySerializer(serializers.ModelSerializer):

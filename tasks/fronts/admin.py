@@ -38,6 +38,11 @@ from tasks.models import (
 )
 
 
+
+def number_or_text(value: str) -> int | str:
+    """A form's field as the commands' JSON input would carry it."""
+    return int(value) if value.isdigit() and len(value) <= 18 else value
+
 class ReadOnlyInline(admin.TabularInline):
     extra = 0
     can_delete = False
@@ -233,7 +238,9 @@ class TaskAdmin(admin.ModelAdmin):
         if request.method == "POST":
             if not can_change:
                 raise PermissionDenied
-            first, second, keep = (request.POST.get(name, "") for name in ("first", "second", "keep"))
+            # A form posts text; the commands take task numbers as numbers (SPEC §3), so what reads
+            # as one is given as one and anything else reaches the command to be refused there.
+            first, second, keep = (number_or_text(request.POST.get(name, "")) for name in ("first", "second", "keep"))
             actor = steward_for_admin_user(space=space, username=request.user.get_username())
             try:
                 if "distinct" in request.POST:

@@ -46,6 +46,7 @@ class Caller:
 
     member: Member
     raw_key: str
+    key_id: int | None = None  # the key's row, whose waits are counted (SPEC §15 Capacity)
 
 
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("mcp_caller")
@@ -107,7 +108,7 @@ def command_result(command: Command, *, data: Any = None, idempotency_key: str |
             raw_key=caller.raw_key, key=idempotency_key, method="MCP", path=f"/mcp/{command.name}",
             body={"data": data, **lookups})
         try:
-            _, answer = run_unit(work, idempotent=idempotent)
+            _, answer = run_unit(work, idempotent=idempotent, caller_key=caller.key_id)
         except DomainError as error:
             raise Refused(error.as_body()) from None
         if answer is None:

@@ -95,7 +95,7 @@ class MCPEndpoint(APIView):
         from tasks.fronts.mcp import CALLER, Caller
 
         raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) or ""
-        token = CALLER.set(Caller(member=request.user, raw_key=raw_key))
+        token = CALLER.set(Caller(member=request.user, raw_key=raw_key, key_id=request.auth.pk))
         try:
             status, headers, body = exchange(scope_of(request), request.body)
         finally:

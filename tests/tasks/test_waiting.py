@@ -251,3 +251,56 @@ def test_the_listener_comes_back_at_once_however_often_it_was_cut_before(writer,
     assert back < 1.0, f"the sixth reconnect took {back:.1f} s"
     create_task(space=space, actor=steward.member, title="Retry policy")
     assert agent.result()["task"]["id"] == 1
+
+
+def test_a_key_waits_at_most_max_waits_per_key_at_once_and_others_are_not_held_back(writer, writer2, steward, space):
+    """SPEC §15 Capacity: past the space's max_waits_per_key for one key, a waited next answers
+    429 at once (the slots live in PostgreSQL: every server process counts them alike)."""
+    from spaces.models import Space
+    from tasks.models import WaitSlot
+
+    Space.objects.filter(pk=space.pk).update(max_waits_per_key=2)
+    agents = [Waiting(writer, {"wait": 20}) for _ in range(2)]
+    for agent in agents:
+        agent.start()
+    until_waiting(2)
+    started = time.monotonic()
+    third = writer.api.post(f"{S}/next", {"wait": 20})
+    assert time.monotonic() - started < 2
+    assert third.status_code == 429 and third.json()["error"] == "rate_limited", third.content
+    assert third.json()["max_waits_per_key"] == 2 and third["Retry-After"] == "1"
+    other = Waiting(writer2, {"wait": 20})  # another key is not held back
+    other.start()
+    until_waiting(3)
+    assert WaitSlot.objects.count() == 3
+    for n in range(3):
+        create_task(space=space, actor=steward.member, title=f"Job number {n} for a waiter")
+    assert {agent.result()["task"] is not None for agent in [*agents, other]} == {True}
+    assert WaitSlot.objects.count() == 0  # each wait gave its slot back
+    # A slot a dead process left is taken over once its time is past.
+    WaitSlot.objects.create(space=space, api_key=writer.member.api_keys.get(), slot=1, token="dead",
+                            held_until=timezone.now() - timedelta(seconds=1))
+    WaitSlot.objects.create(space=space, api_key=writer.member.api_keys.get(), slot=2, token="alive",
+                            held_until=timezone.now() + timedelta(seconds=60))
+    late = Waiting(writer, {"wait": 1})
+    late.start()
+    assert late.result() == {"task": None}
+    assert list(WaitSlot.objects.values_list("token", flat=True)) == ["alive"]
+
+
+def test_a_process_that_holds_all_the_waits_it_may_answers_503_at_once(writer, writer2, monkeypatch):
+    """SPEC §15 Capacity: past the waits a server process may hold, a new wait is 503 with
+    Retry-After at once (each holds a thread; the requests that run must find one)."""
+    from tasks import waiting
+
+    monkeypatch.setattr(waiting, "WAITS_PER_PROCESS", 1)
+    first = Waiting(writer, {"wait": 3})
+    first.start()
+    until_waiting(1)
+    started = time.monotonic()
+    full = writer2.api.post(f"{S}/next", {"wait": 10})
+    assert time.monotonic() - started < 2
+    assert full.status_code == 503 and full.json()["error"] == "service_unavailable" and full["Retry-After"]
+    assert writer2.api.post(f"{S}/next", {}).json() == {"task": None}  # not waiting: answered as usual
+    assert first.result() == {"task": None}
+    assert REGISTRY.admitted == 0
