@@ -51,6 +51,8 @@ def parse_database_url(url: str, *, conn_max_age: int, pool_size: int = 0) -> di
         # CONN_MAX_AGE 0); a request finding all of them busy waits up to 10 s for one.
         options["pool"] = {"min_size": min(2, pool_size), "max_size": pool_size, "timeout": 10}
         conn_max_age = 0
+    # Pooled connections are checked as they are handed out (common.postgresql); Django's check
+    # would make the pool run its own, slower one instead.
     return {
         "ENGINE": "common.postgresql",  # Django's, with a cheaper health check
         "NAME": unquote(parts.path.lstrip("/")) or "spaces",
@@ -62,6 +64,6 @@ def parse_database_url(url: str, *, conn_max_age: int, pool_size: int = 0) -> di
         # Persistent connections: opening a PostgreSQL connection per request costs
         # more than the request's own queries (a one-INSERT view drops ~6x without them).
         "CONN_MAX_AGE": conn_max_age,
-        "CONN_HEALTH_CHECKS": True,
+        "CONN_HEALTH_CHECKS": pool_size <= 0,
         "DISABLE_SERVER_SIDE_CURSORS": no_cursors,
     }
