@@ -1,7 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.decorators.cache import cache_page
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from exports import urls as exports_urls
@@ -9,12 +8,14 @@ from spaces import urls as spaces_urls
 from tasks import urls as tasks_urls
 from tasks.fronts.board import board_data_view, board_duplicates_view, board_page, board_task_view
 from tasks.fronts.board_actions import board_action_view
+from tasks.fronts.home import favicon, home
 from tasks.fronts.mcp_http import MCPEndpoint
 
 # The admin reads as this product, not as Django's.
 admin.site.site_header = "Spaces"
 admin.site.site_title = "Spaces"
 admin.site.index_title = "Spaces administration"
+admin.site.index_template = "admin/spaces_index.html"  # Django's index, with each space's board on top
 
 # The API's routes first, in one include, the busiest (the tasks') first: a request resolves
 # its route without trying the browser's routes, and matches "v1/" once.
@@ -22,7 +23,8 @@ API_ROUTES = [*tasks_urls.urlpatterns, *spaces_urls.urlpatterns, *exports_urls.u
 
 urlpatterns = [
     path("v1/", include(API_ROUTES)),
-    path("", RedirectView.as_view(url="/v1/", permanent=False)),
+    path("", home, name="home"),
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     # The board (SPEC §14): staff users with view_task, logged in as for the admin.
     path("board/<slug:slug>/", board_page, name="board"),

@@ -362,3 +362,25 @@ def test_the_label_filter_offers_every_label_a_task_carried_and_reads_no_task(ad
 
     assert offered(f"space__id__exact={space.pk}") == ["db", "legacy", "renamed"]
     assert offered("") == ["db", "legacy", "renamed", "zeta"]
+
+
+def test_the_front_door_and_the_admin_index_link_each_board_for_staff(admin_client, space):
+    home = admin_client.get("/").content.decode()
+    assert f'href="/board/{space.slug}/"' in home
+    index = admin_client.get("/admin/").content.decode()
+    assert f'href="/board/{space.slug}/"' in index and "Boards" in index
+
+
+def test_a_tasks_page_reads_as_a_record_not_a_form(admin_client, space, steward):
+    """No Save buttons for fields none of which can change, the heading once, no internals of
+    the similar-tasks index, and no inline that has nothing to show."""
+    from tests.factories import create_task
+
+    task = create_task(space=space, actor=steward.member, title="Rotate the signing keys")
+    page = admin_client.get(f"/admin/tasks/task/{task.pk}/change/").content.decode()
+    assert 'name="_save"' not in page and 'name="_continue"' not in page and 'name="_addanother"' not in page
+    # <title>, breadcrumb, <h1> and the title field: no subtitle repeating the heading
+    assert page.count("Rotate the signing keys") == 4 and "<h2>#1 Rotate" not in page
+    assert "Title terms" not in page and "Search:" not in page
+    assert "Claims" not in page and "Checks" not in page  # no claim, no check yet: no bare headers
+    assert "history" in page.lower()  # the created event is there

@@ -203,10 +203,12 @@ class TaskAdmin(admin.ModelAdmin):
     show_full_result_count = False  # "n of N" would count every task of every space
     inlines = [TaskEventInline, ClaimInline, AttemptInline, CheckInline, NoteInline]
     actions = ["supersede", "withdraw", "reject", "hold_slot"]
-    readonly_fields = [f.name for f in Task._meta.concrete_fields if not f.generated] + ["waits_on", "blocks"]
+    # What the service keeps for itself (the search vector, the similar-tasks terms) is not shown.
+    readonly_fields = [f.name for f in Task._meta.concrete_fields
+                       if not f.generated and f.name not in ("search", "title_terms")] + ["waits_on", "blocks"]
 
     # Kept for the record, not what a steward reads a task for: folded away on its page.
-    internals = ["received_seq", "payload_sha256", "conflict_kind", "conflict_target", "search"]
+    internals = ["received_seq", "payload_sha256", "conflict_kind", "conflict_target"]
 
     def get_fieldsets(self, request, obj=None):
         shown = [name for name in self.readonly_fields if name not in self.internals]
@@ -214,10 +216,19 @@ class TaskAdmin(admin.ModelAdmin):
         return [(None, {"fields": shown}), ("Internals", {"classes": ["collapse"], "fields": folded})]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        """A task's page is read, not edited (changes go through the actions): titled by the task."""
+        """A task's page is read, not edited (changes go through the actions): titled by the task
+        once (no subtitle repeating it), with no Save buttons for fields none of which can change."""
         task = self.get_object(request, object_id)
-        title = {"title": f"Task #{task.number}: {task.title}"} if task is not None else {}
-        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **title})
+        title = {"title": f"Task #{task.number}: {task.title}", "subtitle": None} if task is not None else {}
+        read_only = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **title, **read_only})
+
+    def get_inline_instances(self, request, obj=None):
+        """Only the inlines that have rows for this task: an empty one was a bare header."""
+        inlines = super().get_inline_instances(request, obj)
+        if obj is None:
+            return inlines
+        return [inline for inline in inlines if inline.get_queryset(request).filter(task=obj).exists()]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(is_blocked=blocked())

@@ -207,8 +207,15 @@ def test_the_server_serves_its_own_static_files_and_the_docs_load_nothing_from_o
     assert browser.get(script).status_code == 200
 
 
-def test_the_root_and_v1_say_where_to_start(anonymous):
-    assert anonymous.get("/").status_code == 302 and anonymous.get("/")["Location"] == "/v1/"
+def test_the_root_and_v1_say_where_to_start(anonymous, space):
+    """``/`` is a page for people (it redirected to JSON), saying where to go; the boards are
+    listed for staff only. The site has an icon (it was a 404)."""
+    home = anonymous.get("/")
+    page = home.content.decode()
+    assert home.status_code == 200 and home["Content-Type"].startswith("text/html")
+    assert 'href="/v1/docs"' in page and 'href="/admin/"' in page and "/board/" not in page
+    icon = anonymous.get("/favicon.ico")
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml" and icon.content.startswith(b"<svg")
     index = anonymous.get("/v1/")
     assert index.status_code == 200 and index.json()["docs"] == "/v1/docs"
     assert anonymous.get("/v1/nope").status_code == 404  # unknown routes stay 404
