@@ -2,7 +2,11 @@
 request, alone; beside 16 connections of random bad API keys; beside 10 anonymous
 `/v1/schema` requests a second.
 
-    .venv/bin/python benchmarks/abuse_bench.py [--seconds 10]
+    .venv/bin/python benchmarks/abuse_bench.py [--seconds 10] [--shipped] [--distinct-keys N]
+
+``--shipped`` serves with gunicorn.conf.py as it is (threaded workers, one request running at a
+time in each) instead of sync workers; ``--distinct-keys N`` floods with N different key-shaped
+keys (default 16), so that a process has seen few of them before and each costs its lookup.
 
 Bad keys are counted per client address and answered `429 rate_limited` past the limit
 (SPACES_BAD_KEY_LIMIT_PER_MINUTE); the schema is built once a process. Uses a fresh
@@ -65,6 +69,8 @@ def describe(name: str, times: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--shipped", action="store_true", help="serve with gunicorn.conf.py as it is")
+    parser.add_argument("--distinct-keys", type=int, default=16, help="how many different bad keys (default 16)")
     args = parser.parse_args()
     ensure_wrk()
     url = fresh_database()
@@ -76,8 +82,9 @@ def main() -> None:
     member = services.add_member(space=space, role="writer", name="victim")
     key = services.issue_key(member=member)[1]
     in_unit(create_task, space=space, actor=member, title="the task the victim reads")
-    bad_keys = [f"sk_bad{i:09d}_{'0' * 32}" for i in range(16)]  # key-shaped: each is looked up once a minute
-    with gunicorn(url, workers=WORKERS) as base:
+    # key-shaped: each is looked up once a minute
+    bad_keys = [f"sk_bad{i:09d}_{'0' * 32}" for i in range(args.distinct_keys)]
+    with gunicorn(url, workers=WORKERS, shipped=args.shipped) as base:
         port = int(base.rsplit(":", 1)[1])
         victim(port, key, 1)  # warm up
         quiet = victim(port, key, args.seconds)
@@ -95,7 +102,9 @@ def main() -> None:
         schemed = victim(port, key, args.seconds)
         stop.set()
         schema.join()
-    print(f"\n== one agent's GET …/tasks/1, gunicorn {WORKERS} sync workers, {args.seconds:g} s each")
+    served = "gunicorn.conf.py" if args.shipped else "sync"
+    print(f"\n== one agent's GET …/tasks/1, gunicorn {WORKERS} {served} workers, {args.seconds:g} s each, "
+          f"{args.distinct_keys} bad keys")
     print(describe("alone", quiet))
     print(describe("beside 16 bad-key connections", attacked))
     print(f"   (the bad keys: {fmt(results[0])})")
