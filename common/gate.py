@@ -11,9 +11,8 @@ few sync workers for the requests that work, and holds any number that wait.
 from __future__ import annotations
 
 import os
-import hashlib
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -22,72 +21,32 @@ SLOTS = int(os.environ.get("SPACES_RUNNING_PER_PROCESS", "0") or 0)  # 0: no lim
 
 
 class FairSlots:
-    """A counting semaphore that serves its waiters in the order they came, those of keys known
-    good first. Python's ``Semaphore`` lets a thread that arrives just as a slot is released
-    take it before the one woken for it, so under steady load a request could wait behind many
-    that came after it (a heartbeat held for seconds: its claim lapsed). Here a released slot is
-    handed to the longest waiting request directly: of a key that authenticated in this process,
-    if any waits, else of anyone. So a flood of requests with bad keys (each refused at once, but
-    each a turn of the process) queues behind an agent's requests, never in front of them."""
+    """A counting semaphore that serves its waiters in the order they came. Python's
+    ``Semaphore`` lets a thread that arrives just as a slot is released take it before the
+    one woken for it, so under steady load a request could wait behind many that came after
+    it (a heartbeat held for seconds: its claim lapsed). Here a released slot is handed to the
+    longest waiting request directly."""
 
     def __init__(self, slots: int) -> None:
         self.lock = threading.Lock()
         self.free = slots
-        self.queue: deque[threading.Event] = deque()  # everyone else
-        self.first: deque[threading.Event] = deque()  # requests of keys known good
+        self.queue: deque[threading.Event] = deque()
 
-    def acquire(self, known: bool = False) -> None:
+    def acquire(self) -> None:
         with self.lock:
-            if self.free > 0 and not self.queue and not self.first:
+            if self.free > 0 and not self.queue:
                 self.free -= 1
                 return
             turn = threading.Event()
-            (self.first if known else self.queue).append(turn)
+            self.queue.append(turn)
         turn.wait()  # set by release, which hands this thread the slot
 
     def release(self) -> None:
         with self.lock:
-            if self.first:
-                self.first.popleft().set()
-            elif self.queue:
+            if self.queue:
                 self.queue.popleft().set()
             else:
                 self.free += 1
-
-
-class KnownKeys:
-    """The ``Authorization`` headers that authenticated in this process lately (a digest of each,
-    the most recent few thousand): for the order of turns only, never for who may do what —
-    every request is authenticated as ever once it runs."""
-
-    def __init__(self, most: int = 4096) -> None:
-        self.lock = threading.Lock()
-        self.most = most
-        self.seen: OrderedDict[bytes, None] = OrderedDict()
-
-    @staticmethod
-    def digest(authorization: str) -> bytes:
-        return hashlib.sha256(authorization.encode("utf-8", "surrogateescape")).digest()[:16]
-
-    def add(self, authorization: str) -> None:
-        key = self.digest(authorization)
-        with self.lock:
-            self.seen[key] = None
-            self.seen.move_to_end(key)
-            if len(self.seen) > self.most:
-                self.seen.popitem(last=False)
-
-    def __contains__(self, authorization: str) -> bool:
-        return bool(authorization) and self.digest(authorization) in self.seen
-
-
-KNOWN = KnownKeys()
-
-
-def known_good(authorization: str) -> None:
-    """An API key authenticated (``spaces.auth``): its requests go first when a turn is handed on."""
-    if _slots is not None and authorization:
-        KNOWN.add(authorization)
 
 
 _slots = FairSlots(SLOTS) if SLOTS > 0 else None
@@ -100,7 +59,7 @@ def wrap(application: Callable[..., Any]) -> Callable[..., Any]:
         return application
 
     def gated(environ, start_response):
-        _slots.acquire(environ.get("HTTP_AUTHORIZATION", "") in KNOWN)
+        _slots.acquire()
         _holding.slot = True
         try:
             return application(environ, start_response)

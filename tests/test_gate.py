@@ -47,39 +47,3 @@ def test_slots_up_to_the_count_are_taken_without_waiting():
     slots.release()
     slots.release()
     assert slots.free == 2
-
-
-def test_a_known_keys_requests_take_their_turn_before_the_others_waiting():
-    """A flood of bad keys queues behind an agent's requests (SPEC §3 Abuse): when a turn is
-    handed on, a request of a key that authenticated in this process goes first."""
-    slots = FairSlots(1)
-    slots.acquire()
-    order: list[str] = []
-
-    def request(name: str, known: bool) -> None:
-        slots.acquire(known)
-        order.append(name)
-        slots.release()
-
-    threads = []
-    for i, (name, known) in enumerate([("bad-1", False), ("bad-2", False), ("agent", True), ("bad-3", False)]):
-        threads.append(threading.Thread(target=request, args=(name, known)))
-        threads[-1].start()
-        deadline = time.monotonic() + 10
-        while len(slots.queue) + len(slots.first) < i + 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
-    slots.release()
-    for thread in threads:
-        thread.join(10)
-    assert order == ["agent", "bad-1", "bad-2", "bad-3"]
-
-
-def test_known_keys_are_the_recent_ones_and_kept_as_digests():
-    from common.gate import KnownKeys
-
-    known = KnownKeys(most=2)
-    for header in ("Bearer sk_a", "Bearer sk_b", "Bearer sk_c"):
-        known.add(header)
-    assert "Bearer sk_a" not in known and "Bearer sk_b" in known and "Bearer sk_c" in known and "" not in known
-    assert all(isinstance(digest, bytes) and len(digest) == 16 for digest in known.seen)
