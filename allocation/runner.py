@@ -93,7 +93,8 @@ def replay(operation: Operation) -> Answer:
 class Waitable(Protocol):
     """What a command waits on (``tasks.waiting.Waiter``): woken when work may be there."""
 
-    def admit(self, key_id: int | None, seconds: float) -> None: ...
+    def admit(self, key_id: int | None, seconds: float) -> None:
+        """Before the first wait: refuses when the caller may not wait now; nothing after that."""
 
     def wait(self, timeout: float) -> bool: ...
 
@@ -112,7 +113,6 @@ class Waiting:
     waiter: Waitable | None = None
     requested: bool = False  # the last run asked to wait (UnitOfWork.wait_for)
     client_gone: Callable[[], bool] | None = None  # the front's: has the caller hung up?
-    admitted: bool = False  # counted among the waits its process and its key may have
 
 
 class ClientGone(Exception):
@@ -302,10 +302,8 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | N
             # The work found nothing and may wait (SPEC §15): its unit ended with nothing
             # written, and nothing is held while it waits, not even a connection.
             waiting.requested = False
-            if not waiting.admitted:
-                key = outcome[0].pk if outcome[0] is not None else caller_key
-                waiting.waiter.admit(key, max(0.0, waiting.deadline - time.monotonic()))
-                waiting.admitted = True
+            key = outcome[0].pk if outcome[0] is not None else caller_key
+            waiting.waiter.admit(key, max(0.0, waiting.deadline - time.monotonic()))  # once: later calls pass
             connection.close()
             with gate.released():  # a waiting request takes none of its process's running slots
                 waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))

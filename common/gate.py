@@ -19,7 +19,6 @@ from typing import Any, Callable, Iterator
 SLOTS = int(os.environ.get("SPACES_RUNNING_PER_PROCESS", "0") or 0)  # 0: no limit (gunicorn.conf.py sets 1)
 
 
-
 class FairSlots:
     """A counting semaphore that serves its waiters in the order they came. Python's
     ``Semaphore`` lets a thread that arrives just as a slot is released take it before the

@@ -74,7 +74,9 @@ class Waiter:
 
     def admit(self, key_id: int | None, seconds: float) -> None:
         """Before the first wait: a place in this process (else ``503``) and one of the key's wait
-        slots (else ``429``), SPEC §15 Capacity."""
+        slots (else ``429``), SPEC §15 Capacity. Once: a waiter already counted passes."""
+        if self.admitted:
+            return
         REGISTRY.admit(self)
         if key_id is not None:
             token = take_wait_slot(space_id=self.space_id, key_id=key_id, limit=self.max_waits,

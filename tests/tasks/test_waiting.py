@@ -304,3 +304,11 @@ def test_a_process_that_holds_all_the_waits_it_may_answers_503_at_once(writer, w
     assert writer2.api.post(f"{S}/next", {}).json() == {"task": None}  # not waiting: answered as usual
     assert first.result() == {"task": None}
     assert REGISTRY.admitted == 0
+
+
+@pytest.mark.parametrize("value, status", [(0, 422), (1, 200), (100, 200), (101, 422), (None, 422), ("8", 422)])
+def test_max_waits_per_key_is_1_to_100(steward, value, status):
+    response = steward.api.patch(S, {"max_waits_per_key": value})
+    assert response.status_code == status, response.content
+    if status == 200:
+        assert response.json()["max_waits_per_key"] == value
