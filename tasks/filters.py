@@ -1,12 +1,15 @@
 """List filters for tasks (SPEC §3.1, §13)."""
 import re
 
+from datetime import datetime
+
 import django_filters
 from django import forms
 from django.contrib.postgres.search import SearchRank
 from django.contrib.postgres.fields import ArrayField
 from django.db.models import CharField, Exists, F, OuterRef, Q, QuerySet, Value
 from django.http import QueryDict
+from django.utils import timezone
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from common.refusals import InvalidRequest
@@ -14,6 +17,7 @@ from spaces.catalog import normalize_work_item_id
 from tasks import selectors
 from tasks.models import LABEL_PATTERN, PRIORITIES, Dependency, Task, TaskStatus
 from tasks.search import text_match, text_query
+from tasks.status import shown_as, shown_in, with_shown_status
 
 MAX_QUERY = 500
 LABEL = re.compile(LABEL_PATTERN)
@@ -24,10 +28,13 @@ def blocked() -> Exists:
     return Exists(Dependency.objects.filter(space_id=OuterRef("space_id"), task_id=OuterRef("pk")))
 
 
-def ready_condition() -> Q:
-    """Ready (SPEC §13): open, and no live task blocks it. The lists filter by it, and ``next``'s
-    statement is compiled from ``ready_queue`` (``tasks.claims.claim_next_sql``)."""
-    return Q(status=TaskStatus.OPEN) & ~blocked()
+def ready_condition(now: datetime | None = None) -> Q:
+    """Ready (SPEC §13): open, and no live task blocks it. With ``now``, open as a read at ``now``
+    shows it (``tasks.status``: a claim past its expiry counts as ended): the lists, the board and
+    the summary. Without, the stored status: ``next``'s statement is compiled from ``ready_queue``
+    (``tasks.claims.claim_next_sql``), which records every due lapse before it picks."""
+    is_open = Q(status=TaskStatus.OPEN) if now is None else shown_as(TaskStatus.OPEN, now)
+    return is_open & ~blocked()
 
 
 NEXT_ORDER = ("priority", "number")  # the most urgent first, then the oldest (SPEC §13)
@@ -74,7 +81,7 @@ class StrictBooleanFilter(django_filters.BooleanFilter):
 
 
 class TaskFilter(django_filters.FilterSet):
-    status = django_filters.MultipleChoiceFilter(choices=TaskStatus.choices)
+    status = django_filters.MultipleChoiceFilter(choices=TaskStatus.choices, method="filter_status")
     work_item_id = django_filters.CharFilter(method="filter_work_item_id")
     delivery_mode = django_filters.ChoiceFilter(choices=TASK_DELIVERY_MODE_CHOICES)
     creator = django_filters.NumberFilter(field_name="creator_id")
@@ -88,10 +95,12 @@ class TaskFilter(django_filters.FilterSet):
         model = Task
         fields = ["status", "work_item_id", "delivery_mode", "creator", "priority", "ready", "blocked", "q", "order"]
 
-    def __init__(self, data: QueryDict, *, space, queryset: QuerySet) -> None:
-        """``queryset``: tasks of ``space``, the space ``q`` searches in (``tasks.search``)."""
+    def __init__(self, data: QueryDict, *, space, queryset: QuerySet, now: datetime | None = None) -> None:
+        """``queryset``: tasks of ``space``, the space ``q`` searches in (``tasks.search``);
+        ``now``: the moment whose statuses it reads (``tasks.status``)."""
         super().__init__(data, queryset=queryset)
         self.space = space
+        self.now = now or timezone.now()
 
     def filter_queryset(self, queryset: QuerySet) -> QuerySet:
         """The declared filters, then ``label`` (repeatable: tasks carrying all of them)."""
@@ -110,10 +119,14 @@ class TaskFilter(django_filters.FilterSet):
             raise InvalidRequest("Bad filter.", fields={"work_item_id": ["A slot id: T followed by digits."]})
         return qs.filter(work_item_id=slot)
 
+    def filter_status(self, qs: QuerySet, name: str, value: list[str]) -> QuerySet:
+        return qs.filter(shown_in(value, self.now)) if value else qs
+
     def filter_ready(self, qs: QuerySet, name: str, value: bool | None) -> QuerySet:
         if value is None:
             return qs
-        return qs.filter(ready_condition()) if value else qs.exclude(ready_condition())
+        ready = ready_condition(self.now)
+        return qs.filter(ready) if value else qs.exclude(ready)
 
     def filter_blocked(self, qs: QuerySet, name: str, value: bool | None) -> QuerySet:
         if value is None:
@@ -138,10 +151,10 @@ class TaskFilter(django_filters.FilterSet):
 LIST_PARAMETERS = frozenset({*TaskFilter.Meta.fields, "label", "include_superseded"})
 
 
-def checked_filter(params: QueryDict, *, space, queryset: QuerySet) -> TaskFilter:
+def checked_filter(params: QueryDict, *, space, queryset: QuerySet, now: datetime | None = None) -> TaskFilter:
     """``queryset`` through the task filter (the lists', the board's): a bad parameter is
     ``422 invalid_request`` naming it, on every front."""
-    filtered = TaskFilter(params, space=space, queryset=queryset)
+    filtered = TaskFilter(params, space=space, queryset=queryset, now=now)
     if not filtered.is_valid():
         raise InvalidRequest("Bad filter.", fields={k: [str(e) for e in v] for k, v in filtered.errors.items()})
     return filtered
@@ -151,12 +164,10 @@ def filter_tasks(space, params: QueryDict) -> tuple[QuerySet, bool]:
     """A space's tasks as a list's query parameters ask (every front's one reading of them), and
     whether they are ordered other than by number (by match for ``q``, as ``next`` takes them
     for ``order=next``), and so paged by offset."""
-    from tasks.lapses import lapse_due  # lapses records through lifecycle, whose SQL reads this module
-
-    lapse_due(space_id=space.pk)  # a list meets lapses too (SPEC §15): recorded, then shown
     statuses = params.getlist("status")
     include = strict_boolean(params, "include_superseded")
+    now = timezone.now()  # one moment for what the list filters by and shows (SPEC §15: no lapse written)
     tasks = selectors.list_tasks(space=space, include_superseded=bool(include) or TaskStatus.SUPERSEDED in statuses)
-    filtered = checked_filter(params, space=space, queryset=tasks)
+    filtered = checked_filter(params, space=space, queryset=with_shown_status(tasks, now), now=now)
     data = filtered.form.cleaned_data
     return filtered.qs, bool(data.get("q", "").strip()) or data.get("order") == "next"

@@ -2,11 +2,12 @@
 its lapse is recorded exactly once.
 
 A claim past its expiry already counts as ended wherever claims are read (``Claim.live``), so
-nothing waits for this module to be right. What it does is record the lapse — the claim's end,
-the ``claim_lapsed`` event, the holder's notification, the task's status, the wake-up of agents
-waiting for work — by whichever comes first: ``next`` (its statement says when the space has a
-claim to lapse), a lock of the task (``selectors.get_task(lock=True)``), a read of the task, a
-list, or ``expire_claims``. Each claim is ended by one compare-and-set under its task's row
+nothing waits for this module to be right; reads show the task as the record will
+(``tasks.status``) and write nothing (SPEC §15). What it does is record the lapse — the claim's
+end, the ``claim_lapsed`` event, the holder's notification, the task's status, the wake-up of
+agents waiting for work — by whichever change comes first: ``next`` (its statement says when the
+space has a claim to lapse), a lock of the task (``selectors.get_task(lock=True)``), or
+``expire_claims``. Each claim is ended by one compare-and-set under its task's row
 lock, so when several meet it at once it is recorded once; a heartbeat that renewed the claim
 first (it holds the same lock) leaves nothing to lapse.
 """
@@ -53,7 +54,8 @@ def lapse_due(*, space_id: int | None = None, task: Task | None = None, now: dat
             for _, claim_id, member_id, cycle in rows:
                 # Compare-and-set: still live in the row and still past its expiry (a heartbeat
                 # may have moved it): only the first to meet it ends it.
-                if Claim.objects.filter(Claim.due(now), pk=claim_id).update(ended_at=now,
+                # It ended at its expiry, as reads showed it meanwhile (Claim.shown_end).
+                if Claim.objects.filter(Claim.due(now), pk=claim_id).update(ended_at=F("expires_at"),
                                                                           end_reason=ClaimEnd.LAPSED) != 1:
                     continue
                 record_event(task=current, kind=EventKind.LAPSED, actor=None, member=member_id, claim=claim_id,

@@ -1,6 +1,8 @@
 """Tasks, their history and review notes (SPEC §4, §5, §8)."""
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
@@ -329,6 +331,14 @@ class Claim(models.Model):
     @property
     def is_live(self) -> bool:
         return self.ended_at is None and self.expires_at > timezone.now()
+
+    @property
+    def shown_end(self) -> tuple[datetime | None, str]:
+        """When and why it ended, as reads show it: a claim past its expiry ended then, as a
+        lapse (its record, when a change writes it, says the same)."""
+        if self.ended_at is None and self.expires_at <= timezone.now():
+            return self.expires_at, ClaimEnd.LAPSED
+        return self.ended_at, self.end_reason
 
 
 class AttemptState(models.TextChoices):

@@ -154,9 +154,10 @@ def live_section() -> dict:
         ],
         "lapse": [
             "a claim past its expires_at is ended at that moment for every rule: next hands its task out again "
-            "at once and waiters are woken",
-            "the lapse is recorded once, by whichever meets it first (next, a change or read of the task, a list, "
-            "expire_claims): history claim_lapsed and a claim_lapsed notification to the holder",
+            "at once and waiters are woken; reads and the board show it lapsed (its task open) and write nothing",
+            "the lapse is recorded once, by whichever change meets it first (next, a heartbeat, a done, a give-back, "
+            "any change of the task, expire_claims): history claim_lapsed, a claim_lapsed notification to the "
+            "holder, the claim ended at its expires_at",
         ],
         "settings": {"claim_lease_seconds": {"default": None, "range": "null or 10-3600"},
                      "max_waits_per_key": {"default": 8, "range": "1-100"}},

@@ -1,13 +1,14 @@
 """Reads of tasks, scoped to one space."""
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 from django.utils import timezone
 
 from common import refusals as errors
 from spaces.models import Space
 from spaces.selectors import as_int
-from tasks.models import Claim, Task, TaskStatus
+from tasks.models import Attempt, Claim, Task, TaskStatus
+from tasks.status import with_shown_status
 
 
 def get_task(*, space: Space, number: object, lock: bool = False) -> Task:
@@ -37,22 +38,13 @@ def list_tasks(*, space: Space, include_superseded: bool) -> QuerySet[Task]:
 
 
 def task_with_work(*, space: Space, number: object) -> Task:
-    """One task with its claims, and its attempts with their checks, loaded for its detail."""
-    from django.db.models import Prefetch
-
-    from tasks.models import Attempt
-
-    task = get_task(space=space, number=number)
+    """One task with its claims, and its attempts with their checks, loaded for its detail, with
+    the status a read shows (``tasks.status``: a claim past its expiry is shown ended, and its
+    lapse left for the next change to record)."""
     attempts = Attempt.objects.select_related("member").prefetch_related("checks__member")
-    task = (
-        Task.objects.select_related("creator", "superseded_by")
-        .prefetch_related("claims__member", Prefetch("attempts", queryset=attempts))
-        .get(pk=task.pk)
-    )
-    now = timezone.now()
-    if any(claim.ended_at is None and claim.expires_at <= now for claim in task.claims.all()):
-        from tasks.lapses import lapse_due  # see get_task
-
-        lapse_due(task=task, now=now)  # a read meets the lapse too (SPEC §15): recorded, then shown
-        return task_with_work(space=space, number=number)
+    tasks = (Task.objects.filter(space=space, number=as_int(number)).select_related("creator", "superseded_by")
+             .prefetch_related("claims__member", Prefetch("attempts", queryset=attempts)))
+    task = with_shown_status(tasks, timezone.now()).first()
+    if task is None:
+        raise errors.NotFound(f"No task {number} in this space.")
     return task

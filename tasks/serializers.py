@@ -101,7 +101,8 @@ class TaskSerializer(serializers.Serializer):
             "number": task.number,
             "title": task.title,
             "body": task.body,
-            "status": task.status,
+            # A read's status (tasks.status); a change's answer has the status it just wrote.
+            "status": getattr(task, "shown_status", task.status),
             "delivery_mode": task.delivery_mode,
             "work_item_id": task.work_item_id,
             "conflict_key": task.conflict_key_dict(),

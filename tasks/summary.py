@@ -13,25 +13,27 @@ from django.utils import timezone
 from allocation import services as allocation
 from spaces.models import Space
 from tasks.models import LIVE_STATUSES, Attempt, AttemptState, Claim, SlotDoneCount, Task, TaskStatus
+from tasks.status import with_shown_status
 
 RECENT_DONE = timedelta(days=7)
 DUPLICATES_WINDOW = timedelta(hours=24)
 
 
-def live_counts(space: Space) -> dict[str, tuple[int, int]]:
+def live_counts(space: Space, now) -> dict[str, tuple[int, int]]:
     """Per live status: (tasks, of which blocked)."""
     from tasks.filters import blocked
 
-    rows = (Task.objects.filter(space=space, status__in=LIVE_STATUSES).order_by().values("status")
+    live = with_shown_status(Task.objects.filter(space=space, status__in=LIVE_STATUSES), now)
+    rows = (live.order_by().values("shown_status")
             .annotate(total=Count("pk"), blocked=Count("pk", filter=Q(blocked()))))
-    return {row["status"]: (row["total"], row["blocked"]) for row in rows}
+    return {row["shown_status"]: (row["total"], row["blocked"]) for row in rows}
 
 
 def oldest_ready(space: Space, now) -> dict[str, Any] | None:
     """The ready task created first (numbers follow creation), with its age in seconds."""
     from tasks.filters import ready_condition
 
-    task = (Task.objects.filter(space=space).filter(ready_condition()).order_by("number")
+    task = (Task.objects.filter(space=space).filter(ready_condition(now)).order_by("number")
             .values("number", "title", "created_at").first())
     if task is None:
         return None
@@ -39,9 +41,9 @@ def oldest_ready(space: Space, now) -> dict[str, Any] | None:
             "age_seconds": max(0, int((now - task["created_at"]).total_seconds()))}
 
 
-def claims_by_member(space: Space) -> list[dict[str, Any]]:
+def claims_by_member(space: Space, now) -> list[dict[str, Any]]:
     holders: dict[int, dict[str, Any]] = {}
-    live = (Claim.objects.filter(space=space, ended_at=None).order_by("member_id", "task__number")
+    live = (Claim.objects.filter(Claim.live(now), space=space).order_by("member_id", "task__number")
             .values_list("member_id", "member__name", "task__number"))
     for member_id, name, number in live:
         holders.setdefault(member_id, {"member": member_id, "name": name, "tasks": []})["tasks"].append(number)
@@ -82,7 +84,7 @@ def done_per_hour(space: Space, now) -> dict[str, Any]:
 def space_summary(space: Space) -> dict[str, Any]:
     """SPEC §14's figures for one space."""
     now = timezone.now()
-    counts = live_counts(space)
+    counts = live_counts(space, now)
     by_status = {status.value: counts.get(status.value, (0, 0))[0] for status in LIVE_STATUSES}
     open_total, open_blocked = counts.get(TaskStatus.OPEN.value, (0, 0))
     return {
@@ -95,7 +97,7 @@ def space_summary(space: Space) -> dict[str, Any]:
         "ready": open_total - open_blocked,
         "blocked": sum(blocked for _, blocked in counts.values()),
         "awaiting_check": Attempt.objects.filter(space=space, state=AttemptState.WAITING).count(),
-        "claims_by_member": claims_by_member(space),
+        "claims_by_member": claims_by_member(space, now),
         "oldest_ready": oldest_ready(space, now),
         "duplicates_prevented_24h": allocation.conflicts_since(space.pk, now - DUPLICATES_WINDOW),
         "slots": slot_counts(space),

@@ -96,7 +96,7 @@ def test_a_column_shows_fifty_cards_and_counts_the_rest(space, steward):
 
 def test_a_claim_about_to_lapse_is_marked_and_a_lapsed_one_shows_ready(space, steward, writer):
     """SPEC §14, §15: a claim in the last fifth of its lease is marked on its card (the ETag
-    changes as it enters it), and one past its expiry is recorded and its task shown ready."""
+    changes as it enters it), and one past its expiry shows its task ready, writing nothing."""
     from datetime import timedelta
 
     from django.utils import timezone
@@ -116,6 +116,8 @@ def test_a_claim_about_to_lapse_is_marked_and_a_lapsed_one_shows_ready(space, st
     lapsed = viewer.get(DATA, headers={"If-None-Match": marked["ETag"]}).json()
     assert lapsed["columns"]["ready"]["cards"] == [1] and lapsed["cards"]["1"]["holders"] == []
     assert marked.json()["cards"]["1"]["lapsed"] is None and lapsed["cards"]["1"]["lapsed"]  # marked as lapsed
+    assert lapsed["cards"]["1"]["status"] == "open"
+    assert TaskEvent.objects.filter(kind="claim_lapsed").count() == 0  # the board read it; nothing written
     writer.api.post("/v1/spaces/agent-lab/next")  # held again: no longer marked
     assert viewer.get(DATA).json()["cards"]["1"]["lapsed"] is None
     assert TaskEvent.objects.filter(kind="claim_lapsed").count() == 1

@@ -46,7 +46,7 @@ def test_a_connection_whose_protocol_state_went_wrong_answers_503_not_500(stewar
         keyed = steward.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": "k1"})
     assert keyed.status_code == 503 and keyed.json()["error"] == "service_unavailable", keyed.content
     assert keyed.headers["Retry-After"] == "2"
-    with mock.patch("tasks.selectors.get_task", side_effect=broken):
+    with mock.patch("tasks.selectors.task_with_work", side_effect=broken):
         read = steward.api.get(f"{S}/tasks/1")
     assert read.status_code == 503 and read.json()["error"] == "service_unavailable", read.content
     # The next request gets a working connection and goes on as usual.

@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.shortcuts import get_object_or_404, redirect
@@ -24,6 +25,7 @@ from spaces.services import steward_for_admin_user
 from allocation.runner import in_unit
 from tasks import commands, graph, history, similarity
 from tasks.filters import blocked, ready_condition, text_query
+from tasks.status import shown_as, with_shown_status
 from tasks.models import (
     LIVE_STATUSES,
     PRIORITIES,
@@ -98,9 +100,22 @@ class SupersededFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         if self.value() == "only":
             return queryset.filter(status=TaskStatus.SUPERSEDED)
-        if self.value() == "include" or request.GET.get("status__exact") == TaskStatus.SUPERSEDED:
+        if self.value() == "include" or request.GET.get("status") == TaskStatus.SUPERSEDED:
             return queryset
         return queryset.exclude(status=TaskStatus.SUPERSEDED)
+
+
+class StatusFilter(admin.SimpleListFilter):
+    """The status as every read shows it (``tasks.status``: a claim past its expiry is ended)."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return TaskStatus.choices
+
+    def queryset(self, request, queryset):
+        return queryset.filter(shown_as(self.value(), timezone.now())) if self.value() in TaskStatus.values else queryset
 
 
 class ReadinessFilter(admin.SimpleListFilter):
@@ -114,7 +129,7 @@ class ReadinessFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "ready":
-            return queryset.filter(ready_condition())
+            return queryset.filter(ready_condition(timezone.now()))
         if self.value() == "blocked":
             return queryset.filter(blocked())
         return queryset
@@ -191,10 +206,10 @@ class SupersedeForm(forms.Form):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["number", "title", "status", "readiness", "priority", "label_list", "work_item_id",
+    list_display = ["number", "title", "shown_status", "readiness", "priority", "label_list", "work_item_id",
                     "delivery_mode", "space", "cycle", "created_at"]
     list_display_links = ["number", "title"]
-    list_filter = [SupersededFilter, "status", ReadinessFilter, PriorityFilter, LabelFilter, "delivery_mode", "space"]
+    list_filter = [SupersededFilter, StatusFilter, ReadinessFilter, PriorityFilter, LabelFilter, "delivery_mode", "space"]
     # Searched through the full-text index (get_search_results), a slot id, or a task number.
     search_fields = ["title"]
     search_help_text = "Words of the title or body (full-text), a slot id such as T3, or a task number."
@@ -204,7 +219,8 @@ class TaskAdmin(admin.ModelAdmin):
     inlines = [TaskEventInline, ClaimInline, AttemptInline, CheckInline, NoteInline]
     actions = ["supersede", "withdraw", "reject", "hold_slot"]
     # What the service keeps for itself (the search vector, the similar-tasks terms) is not shown.
-    readonly_fields = [f.name for f in Task._meta.concrete_fields
+    # The status as reads show it, in the stored one's place.
+    readonly_fields = [("shown_status" if f.name == "status" else f.name) for f in Task._meta.concrete_fields
                        if not f.generated and f.name not in ("search", "title_terms")] + ["waits_on", "blocks"]
 
     # Kept for the record, not what a steward reads a task for: folded away on its page.
@@ -231,7 +247,7 @@ class TaskAdmin(admin.ModelAdmin):
         return [inline for inline in inlines if inline.get_queryset(request).filter(task=obj).exists()]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(is_blocked=blocked())
+        return with_shown_status(super().get_queryset(request), timezone.now()).annotate(is_blocked=blocked())
 
     def get_urls(self):
         return [path("duplicates/<int:space_id>/", self.admin_site.admin_view(self.duplicates),
@@ -284,11 +300,15 @@ class TaskAdmin(admin.ModelAdmin):
             matches |= Q(number=int(term))
         return queryset.filter(matches), False
 
+    @admin.display(description="status", ordering="status")
+    def shown_status(self, task: Task) -> str:
+        return TaskStatus(task.shown_status).label
+
     @admin.display(description="ready")
     def readiness(self, task: Task) -> str:
         if task.is_blocked:
             return "blocked"
-        return "ready" if task.status == TaskStatus.OPEN else "—"
+        return "ready" if task.shown_status == TaskStatus.OPEN else "—"
 
     @admin.display(description="labels")
     def label_list(self, task: Task) -> str:

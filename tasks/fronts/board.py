@@ -27,6 +27,7 @@ from common.problems import problem_response
 from common.refusals import DomainError
 from tasks import graph, history, lapses, selectors, similarity
 from tasks.filters import blocked, checked_filter, ready_condition
+from tasks.status import HELD, shown_as, shown_in, with_shown_status
 from tasks.models import PRIORITIES, Attempt, Claim, ClaimEnd, SpaceLabel, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
 from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, done_per_hour, space_summary
@@ -46,52 +47,54 @@ FILTERS = ("q", "priority", "label")  # read by the API's task filter, as GET �
 LABELS_OFFERED = 200  # the label filter's suggestions, from the space's label index
 
 
-def board_tasks(space: Space, params: QueryDict) -> QuerySet:
+def board_tasks(space: Space, params: QueryDict, now) -> QuerySet:
     """The space's tasks as the board's search and filters ask: ``q`` (SPEC §13's full-text
     search), ``priority`` and ``label`` (each repeatable), read by the API's own filter so each
     means on the board what it means in ``GET …/tasks``; a bad one is the same ``422``."""
     wanted = QueryDict(mutable=True)
     for name in FILTERS:
         wanted.setlist(name, params.getlist(name))
-    return checked_filter(wanted, space=space, queryset=Task.objects.filter(space=space)).qs
+    return checked_filter(wanted, space=space, queryset=Task.objects.filter(space=space), now=now).qs
 
 
 def column_queries(tasks: QuerySet, now) -> dict[str, QuerySet]:
+    """Each column's tasks, by the status a read at ``now`` shows (``tasks.status``)."""
     return {
-        "ready": tasks.filter(ready_condition()).order_by("priority", "number"),
-        "blocked": tasks.filter(status=TaskStatus.OPEN).filter(blocked()).order_by("priority", "number"),
-        "claimed": tasks.filter(status__in=[TaskStatus.CLAIMED, TaskStatus.ASSIGNED]).order_by("priority", "number"),
+        "ready": tasks.filter(ready_condition(now)).order_by("priority", "number"),
+        "blocked": tasks.filter(shown_as(TaskStatus.OPEN, now)).filter(blocked()).order_by("priority", "number"),
+        "claimed": tasks.filter(shown_in(HELD, now)).order_by("priority", "number"),
         "in_review": tasks.filter(status=TaskStatus.IN_REVIEW).order_by("priority", "number"),
         "done": tasks.filter(status=TaskStatus.DONE, updated_at__gte=now - RECENT_DONE).order_by("-updated_at"),
     }
 
 
-def held_by(tasks: QuerySet, member: int | None) -> QuerySet:
+def held_by(tasks: QuerySet, member: int | None, now) -> QuerySet:
     """The member filter: tasks they hold or created."""
     if member:
-        holds = Claim.objects.filter(task=OuterRef("pk"), member_id=member, ended_at=None)
+        holds = Claim.objects.filter(Claim.live(now), task=OuterRef("pk"), member_id=member)
         tasks = tasks.filter(Q(creator_id=member) | Exists(holds))
     return tasks
 
 
 def version(space: Space) -> str:
     """Changes when anything on the board may have: a history event, a duplicate prevented, a
-    claim entering the last fifth of its lease."""
+    claim entering the last fifth of its lease, a claim past its expiry (shown lapsed before
+    its lapse is recorded: a read writes nothing, SPEC §15)."""
     now = timezone.now()
-    lapses.lapse_due(space_id=space.pk, now=now)  # a lapse nobody met yet: recorded, so shown ready
     latest = TaskEvent.objects.filter(space=space).aggregate(latest=Max("id"))["latest"] or 0
     duplicates = allocation.conflicts_since(space.pk, now - DUPLICATES_WINDOW)
     warned = lapses.lapsing(Claim.objects.filter(space=space), now).count()
-    return f"{latest}.{duplicates}.{warned}"
+    due = lapses.due_claims(now=now, space_id=space.pk).count()
+    return f"{latest}.{duplicates}.{warned}.{due}"
 
 
 def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
     """The cards of these tasks, in a fixed number of queries however many there are."""
-    tasks = list(Task.objects.filter(space=space, number__in=numbers).select_related("creator"))
+    now = timezone.now()
+    tasks = list(with_shown_status(Task.objects.filter(space=space, number__in=numbers), now).select_related("creator"))
     graph.attach(tasks)
     ids = [t.pk for t in tasks]
     holders: dict[int, list[tuple[str, str]]] = {}
-    now = timezone.now()
     live = Claim.objects.filter(Claim.live(now), task_id__in=ids)
     for task_id, name, since in live.order_by("created_at").values_list("task_id", "member__name", "created_at"):
         holders.setdefault(task_id, []).append((name, iso(since)))
@@ -99,6 +102,10 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
     last_ended = (Claim.objects.filter(task_id__in=ids, ended_at__isnull=False).order_by("task_id", "-ended_at")
                   .distinct("task_id").values_list("task_id", "end_reason", "ended_at"))
     lapsed = {task_id: ended for task_id, reason, ended in last_ended if reason == ClaimEnd.LAPSED}
+    # A lapse not recorded yet ended at its expiry, as its record will say.
+    for task_id, expired in lapses.due_claims(now=now, space_id=space.pk).filter(task_id__in=ids).values_list(
+            "task_id", "expires_at"):
+        lapsed[task_id] = max(expired, lapsed.get(task_id, expired))
     attempts: dict[int, dict[str, Any]] = {}
     latest = (Attempt.objects.filter(task_id__in=ids).order_by("task_id", "-number")
               .annotate(confirms=Count("checks", filter=Q(checks__verdict="confirm"))))
@@ -109,16 +116,16 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
         blocked_by, blocks = task.graph
         held = holders.get(task.pk, [])
         attempt = attempts.get(task.pk)
-        if task.status == TaskStatus.DONE:
+        if task.shown_status == TaskStatus.DONE:
             since, verb = task.updated_at, "done"
-        elif task.status == TaskStatus.IN_REVIEW and attempt:
+        elif task.shown_status == TaskStatus.IN_REVIEW and attempt:
             since, verb = attempt["created_at"], "in review"
         elif held:
             since, verb = None, "claimed"
         else:
             since, verb = task.created_at, "created"
         out[task.number] = {
-            "number": task.number, "title": task.title, "status": task.status, "slot": task.work_item_id,
+            "number": task.number, "title": task.title, "status": task.shown_status, "slot": task.work_item_id,
             "priority": task.priority, "labels": list(task.labels),
             "holders": [name for name, _ in held], "lapsing": task.pk in about_to_lapse,
             # the last claim lapsed and nobody holds it since (SPEC §15)
@@ -138,7 +145,7 @@ def board_data(space: Space, *, since: int | None, numbers: list[int], params: Q
     now = timezone.now()
     columns = {}
     listed: list[int] = []
-    for name, tasks in column_queries(held_by(board_tasks(space, params), member), now).items():
+    for name, tasks in column_queries(held_by(board_tasks(space, params, now), member, now), now).items():
         shown = list(tasks.values_list("number", flat=True)[:CARDS_PER_COLUMN])
         total = len(shown) if len(shown) < CARDS_PER_COLUMN else tasks.count()
         columns[name] = {"total": total, "cards": shown}
@@ -148,7 +155,10 @@ def board_data(space: Space, *, since: int | None, numbers: list[int], params: Q
     else:
         changed = (TaskEvent.objects.filter(space=space, id__gt=since, task__number__in=listed)
                    .values_list("task__number", flat=True).distinct())
-        wanted = set(changed) | (set(numbers) & set(listed))
+        # A claim past its expiry changes its card with no event yet (its lapse is not recorded).
+        expired = lapses.due_claims(now=now, space_id=space.pk).filter(task__number__in=listed).values_list(
+            "task__number", flat=True)
+        wanted = set(changed) | set(expired) | (set(numbers) & set(listed))
     return {"summary": space_summary(space), "throughput": done_per_hour(space, now), "columns": columns,
             "cards": cards(space, sorted(wanted))}
 
@@ -159,8 +169,8 @@ def task_panel(space: Space, number: object) -> dict[str, Any]:
     in words with members by name."""
     task = selectors.task_with_work(space=space, number=number)
     blocked_by, blocks = graph.graph_of(task)
-    related = {n: (title, status) for n, title, status in Task.objects.filter(
-        space=space, number__in=blocked_by + blocks).values_list("number", "title", "status")}
+    related = {n: (title, status) for n, title, status in with_shown_status(Task.objects.filter(
+        space=space, number__in=blocked_by + blocks), timezone.now()).values_list("number", "title", "shown_status")}
 
     def linked(numbers: list[int]) -> list[dict[str, Any]]:
         return [{"number": n, "title": related[n][0], "status": related[n][1]} for n in numbers if n in related]
@@ -173,8 +183,8 @@ def task_panel(space: Space, number: object) -> dict[str, Any]:
         "superseded_by": task.superseded_by.number if task.superseded_by else None,
         "blocked_by": linked(blocked_by), "blocks": linked(blocks),
         "claims": [{"member": c.member.name, "origin": c.origin, "created_at": iso(c.created_at),
-                    "expires_at": iso(c.expires_at), "ended_at": iso(c.ended_at) if c.ended_at else None,
-                    "end_reason": c.end_reason} for c in sorted(task.claims.all(), key=lambda c: c.created_at)],
+                    "expires_at": iso(c.expires_at), "ended_at": iso(c.shown_end[0]) if c.shown_end[0] else None,
+                    "end_reason": c.shown_end[1]} for c in sorted(task.claims.all(), key=lambda c: c.created_at)],
         "attempts": [{"number": a.number, "member": a.member.name, "state": a.state, "created_at": iso(a.created_at),
                       "checks": [{"member": c.member.name, "verdict": c.verdict, "reason": c.reason,
                                   "created_at": iso(c.created_at)} for c in a.checks.all()]}

@@ -2,12 +2,14 @@
 rule at once and recorded exactly once."""
 from __future__ import annotations
 
+import re
 import threading
 from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tasks.models import Claim, Notification, Task, TaskEvent
@@ -93,22 +95,42 @@ def test_a_reader_cannot_heartbeat(reader, writer, tasks3):
     assert reader.api.post(f"{S}/tasks/1/heartbeat").status_code == 403
 
 
-def test_reads_show_a_lapsed_claim_ended(writer, tasks3):
-    claim = writer.api.post(f"{S}/next").json()["claim"]
-    expire(claim["id"])
-    detail = writer.api.get(f"{S}/tasks/1").json()
-    assert detail["status"] == "open"
-    assert [c["live"] for c in detail["claims"]] in ([False], [])
-    assert lapses() == 1
-    ready = writer.api.get(f"{S}/tasks?ready=true").json()["results"]
-    assert 1 in [t["id"] for t in ready] and lapses() == 1
+def writes_during(action) -> list[str]:
+    """The statements ``action`` sent that write or lock (a read does neither, SPEC §15)."""
+    with CaptureQueriesContext(connection) as queries:
+        action()
+    writes = re.compile(r"\b(INSERT|UPDATE|DELETE|NOTIFY)\b", re.IGNORECASE)
+    return [q["sql"] for q in queries.captured_queries if writes.search(q["sql"])]
 
 
-def test_a_list_records_the_lapse(writer, tasks3):
-    claim = writer.api.post(f"{S}/next").json()["claim"]
+def test_reads_show_a_lapsed_claim_ended_and_write_nothing(writer, steward, tasks3):
+    """SPEC §15: reads show a claim past its expiry lapsed; a read never writes (the lapse is
+    recorded by the next change of the task, or expire_claims)."""
+    claim = writer.api.post(f"{S}/next", {"number": 1}).json()["claim"]
+    writer.api.post(f"{S}/next", {"number": 2})
     expire(claim["id"])
-    ready = [t["id"] for t in writer.api.get(f"{S}/tasks?ready=true").json()["results"]]
-    assert ready == [1, 2, 3] and lapses() == 1
+    answers = {}
+
+    def read_all():
+        answers["detail"] = writer.api.get(f"{S}/tasks/1").json()
+        answers["open"] = writer.api.get(f"{S}/tasks?status=open").json()["results"]
+        answers["claimed"] = writer.api.get(f"{S}/tasks?status=claimed").json()["results"]
+        answers["ready"] = writer.api.get(f"{S}/tasks?ready=true&order=next").json()["results"]
+        answers["summary"] = writer.api.get(f"{S}/summary").json()
+
+    assert writes_during(read_all) == []
+    assert answers["detail"]["status"] == "open" and answers["detail"]["claims"] == []
+    assert [t["id"] for t in answers["open"]] == [1, 3] and all(t["status"] == "open" for t in answers["open"])
+    assert [t["id"] for t in answers["claimed"]] == [2]
+    assert [t["id"] for t in answers["ready"]] == [1, 3]
+    assert answers["summary"]["by_status"]["open"] == 2
+    assert answers["summary"]["by_status"]["claimed"] == 1
+    assert lapses() == 0 and Claim.objects.get(pk=claim["id"]).ended_at is None
+    # The next change of the task records it, as having ended at its expiry.
+    expires_at = Claim.objects.get(pk=claim["id"]).expires_at
+    assert writer.api.post(f"{S}/tasks/1/heartbeat").status_code == 409
+    ended = Claim.objects.get(pk=claim["id"])
+    assert lapses() == 1 and ended.end_reason == "lapsed" and ended.ended_at == expires_at
 
 
 @pytest.mark.django_db(transaction=True)
