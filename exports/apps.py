@@ -6,5 +6,4 @@ class ExportsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Registers the refusals, and the share token's reissuer (spaces.secrets).
-        from exports import api, errors  # noqa: F401
+        from exports import errors  # noqa: F401  (registers the refusals)

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "allocation",
     "tasks",
     "exports",
+    "fronts",
 ]
 
 MIDDLEWARE = [

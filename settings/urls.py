@@ -3,13 +3,11 @@ from django.urls import include, path
 from django.views.decorators.cache import cache_page
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from exports import urls as exports_urls
-from spaces import urls as spaces_urls
-from tasks import urls as tasks_urls
-from tasks.fronts.board import board_data_view, board_duplicates_view, board_page, board_task_view
-from tasks.fronts.board_actions import board_action_view
-from tasks.fronts.home import favicon, home
-from tasks.fronts.mcp_http import MCPEndpoint
+from fronts.rest.urls import urlpatterns as API_ROUTES
+from fronts.board.page import board_data_view, board_duplicates_view, board_page, board_task_view
+from fronts.board.actions import board_action_view
+from fronts.home import favicon, home
+from fronts.mcp.http import MCPEndpoint
 
 # The admin reads as this product, not as Django's.
 admin.site.site_header = "Spaces"
@@ -17,10 +15,8 @@ admin.site.site_title = "Spaces"
 admin.site.index_title = "Spaces administration"
 admin.site.index_template = "admin/spaces_index.html"  # Django's index, with each space's board on top
 
-# The API's routes first, in one include, the busiest (the tasks') first: a request resolves
-# its route without trying the browser's routes, and matches "v1/" once.
-API_ROUTES = [*tasks_urls.urlpatterns, *spaces_urls.urlpatterns, *exports_urls.urlpatterns]
-
+# The API's routes first, in one include: a request resolves its route without trying the
+# browser's routes, and matches "v1/" once.
 urlpatterns = [
     path("v1/", include(API_ROUTES)),
     path("", home, name="home"),

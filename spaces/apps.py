@@ -11,7 +11,6 @@ class SpacesConfig(AppConfig):
         from django.contrib.auth.signals import user_login_failed
 
         from spaces import errors, schema  # noqa: F401
-        from spaces.api import views  # noqa: F401  (registers the API key's reissuer: spaces.secrets)
         from spaces.browser_middleware import count_failed_login
 
         user_login_failed.connect(count_failed_login, dispatch_uid="spaces.count_failed_login")

@@ -16,7 +16,7 @@ from rest_framework.exceptions import ValidationError
 
 from common.problems import translate
 from spaces import services
-from spaces.api.serializers import NoInputSerializer, PostCreateSerializer, PostSerializer
+from spaces.serializers import NoInputSerializer, PostCreateSerializer, PostSerializer
 from spaces.models import Member, Role
 from spaces.permissions import role_refusal
 

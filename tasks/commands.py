@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from allocation import services as allocation
-from allocation.api import BindSerializer, HoldSerializer
+from allocation.serializers import BindSerializer, HoldSerializer
 from allocation.runner import UnitOfWork
 from common.refusals import DomainError, NotFound
 from spaces.models import Member, Role

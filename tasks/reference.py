@@ -203,21 +203,3 @@ def similar_section() -> dict:
         "similar; create_task takes if_similar",
         "refusals": [refusal("similar_task_exists")],
     }
-
-
-@register_section("agents")
-def agents_section() -> dict:
-    """The MCP tools and the CLI, described from the code that serves them."""
-    import inspect
-
-    from tasks.fronts.mcp import TOOLS  # the MCP SDK loads here, on the first read of this section
-
-    tools = {name: inspect.getdoc(fn).replace("\n", " ") for name, fn in sorted(TOOLS.items())}
-    return {
-        "mcp": {"endpoint": "/mcp (streamable HTTP, stateless; Authorization: Bearer <key>)", "tools": tools,
-                "answers": "a structured result: structuredContent is the REST answer, its text the same JSON",
-                "refusals": "an error result (isError) whose structuredContent is the REST refusal's body"},
-        "cli": "pip install the project, set SPACES_URL (the space's URL) and SPACES_KEY, run `spaces --help`; "
-               "mutating commands reuse one Idempotency-Key across retries; exit 0 done, 1 refused, 2 usage or "
-               "connection failure",
-    }

@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
-from spaces.api.serializers import (
+from spaces.serializers import (
     MAX_BODY,
     AuthorSerializer,
     FlatInputSerializer,

@@ -236,7 +236,7 @@ def test_a_space_page_links_its_bind_preview_and_its_board(admin_client, space):
 
 
 def test_the_task_list_estimates_its_count_past_ten_thousand(admin_client, space, steward, monkeypatch):
-    from tasks.fronts.admin import EstimatedCountPaginator
+    from fronts.admin.tasks import EstimatedCountPaginator
 
     for n in range(12):
         create_task(space=space, actor=steward.member, title=f"work item {n}")

@@ -9,7 +9,7 @@ import typing
 import httpx
 import pytest
 
-from tasks.fronts.mcp import TOOLS
+from fronts.mcp.tools import TOOLS
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
 from tests.live_server import gunicorn

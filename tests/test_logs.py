@@ -34,7 +34,7 @@ def test_a_refused_tool_logs_nothing_and_a_crashed_one_logs_its_traceback(caplog
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert not [r for r in caplog.records if "rejected" in r.getMessage() or "failed" in r.getMessage()]
 
-    from tasks.fronts import mcp
+    from fronts.mcp import tools as mcp
 
     def crash(*args, **kwargs):
         raise RuntimeError("a bug")

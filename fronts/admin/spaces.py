@@ -1,7 +1,7 @@
 """Stewards' pages for spaces, the catalog, members and keys (SPEC §5.3).
 
 Every change goes through ``spaces.services``: the admin holds no rules of its own. (The
-bind preview on a space's page is allocation's: ``allocation.admin``.)
+bind preview on a space's page is allocation's: ``fronts.admin.allocation``.)
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The MCP front (SPEC §1, §10): agents' tools over the same commands as the REST routes (``tasks.commands``).
 
-Served at /mcp by the official MCP SDK (2.x, ``MCPServer``): ``tasks/fronts/mcp_http.py``
+Served at /mcp by the official MCP SDK (2.x, ``MCPServer``): ``fronts/mcp/http.py``
 authenticates the member's API key as every REST route does and hands the request to the
 SDK's stateless streamable HTTP exchange, so any server process answers. Every tool answers
 a structured result (``structuredContent``, and the same JSON as text): what its REST twin

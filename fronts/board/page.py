@@ -204,7 +204,7 @@ def int_param(request: HttpRequest, name: str) -> int | None:
 @staff_member_required
 @permission_required("tasks.view_task", raise_exception=True)
 def board_page(request: HttpRequest, slug: str) -> HttpResponse:
-    from tasks.fronts.board_actions import controls
+    from fronts.board.actions import controls
 
     space = get_object_or_404(Space, slug=slug)
     members = list(space.members.order_by("name").only("pk", "name", "role"))

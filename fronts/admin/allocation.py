@@ -22,7 +22,7 @@ from allocation.models import (
     SlotHold,
 )
 from common.refusals import DomainError
-from spaces.admin import SpaceAdmin
+from fronts.admin.spaces import SpaceAdmin
 from spaces.models import CharterItem, Space
 
 

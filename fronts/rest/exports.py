@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from common.refusals import NotFound
 from exports import services
 from exports.models import Export
-from spaces.api.serializers import FlatInputSerializer
-from spaces.api.views import ApiView, SpaceView
+from spaces.serializers import FlatInputSerializer
+from fronts.rest.spaces import ApiView, SpaceView
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret, reissuer
 from spaces.selectors import as_int

@@ -4,7 +4,7 @@ The member's API key authenticates as on every REST route (a 401 or 403 before M
 spoken). Then the request goes, as an ASGI exchange, to the SDK's session manager in its
 stateless JSON mode: each request is answered on its own, by whichever server process gets
 it, with no session to keep. The SDK runs in an event loop of its own for the request
-(``async_to_sync``); the tools' work comes back to this thread (``tasks.fronts.mcp``).
+(``async_to_sync``); the tools' work comes back to this thread (``fronts.mcp.tools``).
 
 The SDK is imported on the first MCP request, not when the URLs load: it costs about a second
 of every process start, management commands included.
@@ -43,7 +43,7 @@ def exchange(scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes,
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from tasks.fronts.mcp import server
+    from fronts.mcp.tools import server
 
     sent: dict[str, Any] = {"status": 500, "headers": [], "body": []}
 
@@ -92,7 +92,7 @@ class MCPEndpoint(APIView):
     permission_classes = [IsMember]
 
     def answer(self, request: Request) -> HttpResponse:
-        from tasks.fronts.mcp import CALLER, Caller
+        from fronts.mcp.tools import CALLER, Caller
 
         raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) or ""
         token = CALLER.set(Caller(member=request.user, raw_key=raw_key, key_id=request.auth.pk))

@@ -13,8 +13,8 @@ from rest_framework.views import APIView
 from common.idempotency_keys import check_idempotency_key
 from spaces import commands, errors, selectors, services
 from spaces.commands import Command
-from spaces.api import serializers as s
-from spaces.api.pagination import IdCursorPagination, PositionCursorPagination
+from spaces import serializers as s
+from fronts.rest.pagination import IdCursorPagination, PositionCursorPagination
 from spaces.catalog import normalize_work_item_id
 from spaces.models import ApiKey, CharterItem, Member, Role
 from spaces.reference import SECTIONS, build_reference

@@ -1,11 +1,11 @@
 """The input of ``POST …/bind`` (SPEC §4.3) and of steward holds (§5.2); their routes are the
-tasks app's (``tasks.fronts.rest``), whose commands answer with similar tasks and history."""
+tasks app's (``fronts.rest.tasks``), whose commands answer with similar tasks and history."""
 from __future__ import annotations
 
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
-from spaces.api.serializers import StrictCharField, StrictInputSerializer
+from spaces.serializers import StrictCharField, StrictInputSerializer
 from spaces.catalog import MAX_TITLE
 
 

@@ -8,10 +8,10 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocation.api import BindSerializer, HoldSerializer
+from allocation.serializers import BindSerializer, HoldSerializer
 from allocation.models import SlotHold
-from spaces.api.pagination import IdCursorPagination, RankedPagination
-from spaces.api.views import PAGING, SpaceView
+from fronts.rest.pagination import IdCursorPagination, RankedPagination
+from fronts.rest.spaces import PAGING, SpaceView
 from spaces.models import Role
 from tasks import commands, graph, selectors, summary
 from tasks.filters import LIST_PARAMETERS, filter_tasks

@@ -1,0 +1,17 @@
+from django.apps import AppConfig
+
+
+class FrontsConfig(AppConfig):
+    """The adapters people and agents reach the commands through: REST, MCP, the admin, the board
+    and the home page. No models: each app owns its tables and commands; a front only reads a
+    request, calls a command, and writes its answer."""
+
+    name = "fronts"
+
+    def ready(self) -> None:
+        # The REST views register the reissuers of their secret-bearing answers (spaces.secrets):
+        # a replay renders the answer again around a fresh secret. (The admin's pages register
+        # through fronts.admin, which Django's admin imports; the MCP tools load with the first
+        # MCP request: fronts.mcp.http.)
+        from fronts import reference  # noqa: F401  (the agents' section of GET /v1/reference)
+        from fronts.rest import exports, spaces  # noqa: F401
