@@ -6,4 +6,4 @@ class AllocationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from allocation import errors, reference  # noqa: F401  (registers refusals and sections)
+        from allocation import errors  # noqa: F401  (registers the refusals)

@@ -201,7 +201,7 @@ def board_data_ms(space, *, rounds: int = 30) -> float:
 
     from django.http import QueryDict
 
-    from fronts.board.page import board_data
+    from fronts.board.data import board_data
 
     times = []
     for _ in range(rounds):

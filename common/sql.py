@@ -119,3 +119,16 @@ def bind(sql: str, params, placeholders: tuple[Placeholder, ...], mark) -> tuple
             out.append(connection.ops.compose_sql("%s", [param]))
         out.append(piece)
     return "".join(out), names
+
+
+# Names of the models' tables and columns, quoted, for statements written by hand.
+def quote(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def column(model, name: str) -> str:
+    return quote(model._meta.get_field(name).column)
+
+
+def table(model) -> str:
+    return quote(model._meta.db_table)

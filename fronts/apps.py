@@ -13,5 +13,6 @@ class FrontsConfig(AppConfig):
         # a replay renders the answer again around a fresh secret. (The admin's pages register
         # through fronts.admin, which Django's admin imports; the MCP tools load with the first
         # MCP request: fronts.mcp.http.)
-        from fronts import reference  # noqa: F401  (the agents' section of GET /v1/reference)
+        # GET /v1/reference's sections, each described from the code it documents.
+        from fronts.reference import agents, allocation, tasks  # noqa: F401
         from fronts.rest import exports, spaces  # noqa: F401

@@ -4,7 +4,7 @@ from django.views.decorators.cache import cache_page
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from fronts.rest.urls import urlpatterns as API_ROUTES
-from fronts.board.page import board_data_view, board_duplicates_view, board_page, board_task_view
+from fronts.board.views import board_data_view, board_duplicates_view, board_page, board_task_view
 from fronts.board.actions import board_action_view
 from fronts.home import favicon, home
 from fronts.mcp.http import MCPEndpoint

@@ -6,4 +6,4 @@ class TasksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tasks import errors, reference  # noqa: F401  (registers refusals and sections)
+        from tasks import errors  # noqa: F401  (registers the refusals)

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Exists, F, Max, OuterRef, QuerySet
 from django.utils import timezone
 
+from common.refusals import NotFound
 from spaces.models import Member, Post, Space
 from spaces.selectors import as_int
 from tasks import errors, graph, wakeups
@@ -132,8 +133,6 @@ def lock_attempt(*, task: Task, number: object) -> tuple[Task, Attempt]:
     check_task_live(task)
     attempt = Attempt.objects.select_related("post").filter(task=task, number=as_int(number)).first()
     if attempt is None:
-        from common.refusals import NotFound
-
         raise NotFound(f"Task {task.number} has no attempt {number}.")
     return task, attempt
 

@@ -7,6 +7,7 @@ from django.utils import timezone
 from common import refusals as errors
 from spaces.models import Space
 from spaces.selectors import as_int
+from tasks.lapses import lapse_due
 from tasks.models import Attempt, Claim, Task, TaskStatus
 from tasks.status import with_shown_status
 
@@ -24,8 +25,6 @@ def get_task(*, space: Space, number: object, lock: bool = False) -> Task:
     if task is None:
         raise errors.NotFound(f"No task {number} in this space.")
     if lock and task.claim_due:
-        from tasks.lapses import lapse_due  # lapses records through lifecycle, which reads tasks here
-
         lapse_due(task=task, now=now, locked=True)
     return task
 

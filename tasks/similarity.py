@@ -28,14 +28,17 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Collection, Iterable, Mapping, Sequence
 
 import snowballstemmer
 from django.db import connection
 
 from allocation.binding import tokens
+from common.sql import column, table
 from spaces.models import Space
+from tasks.errors import SurvivorInvalid
+from tasks.models import LIVE_STATUSES, DistinctPair, Task, TitleTerm
 
 # Tuned on tests/fixtures/similar-pairs.json (docs/benchmarks.md, "Similar tasks").
 # The space setting's default is the one value (spaces.models.Space.similar_threshold).
@@ -257,6 +260,48 @@ class KeptCounts:
                     del self.spaces[space]
 
 
+# --- Its statements ------------------------------------------------------------------------
+
+@cache
+def term_counts_sql(cap: int) -> str:
+    """How many live titles of the space have each term, counted up to ``cap`` (a term that
+    common weighs as little as a weight gets; LIVE_TERM's count is the live titles'): ``(term,
+    count)`` rows. Params: space, terms."""
+    index, space, term = table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term")
+    counted = (f"(SELECT count(*) FROM (SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s "
+               f"AND p.{term} = {{}} LIMIT {cap}) AS c)")
+    return f"SELECT q.term, {counted.format('q.term')} FROM unnest(%(terms)s::text[]) AS q(term)"
+
+
+@cache
+def similar_candidates_sql(cap: int) -> str:
+    """A title's best candidates and what scoring them needs. The candidates: live tasks (the
+    index holds only those) with one of the title's probe terms, but ``exclude``, that share at
+    least ``bound`` of its weight (the title's terms come with their weights: ``terms``,
+    ``weights``), the ``keep`` sharing most; then how many live titles have each of their terms
+    not ``known``, counted up to ``cap``. Rows ``(id, number, title, status, terms, NULL,
+    NULL)``, then ``(NULL, …, term, count)``. Params: space, terms, weights, probe, exclude,
+    bound, keep, known."""
+    index, space, term, task = (table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term"),
+                                column(TitleTerm, "task"))
+    tasks, task_id, terms = table(Task), column(Task, "id"), column(Task, "title_terms")
+    shown = ", ".join(f"t.{column(Task, name)}" for name in ("id", "number", "title", "status", "title_terms"))
+    return (f"WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)), "
+            f"candidate AS MATERIALIZED (SELECT {shown}, (SELECT sum(q.w) FROM q WHERE q.term = ANY(t.{terms})) "
+            f"AS shared FROM {tasks} AS t WHERE t.{task_id} IN (SELECT p.{task} FROM {index} AS p "
+            f"WHERE p.{space} = %(space)s AND p.{term} = ANY(%(probe)s::text[])) "
+            f"AND t.{task_id} IS DISTINCT FROM %(exclude)s), "
+            "best AS MATERIALIZED (SELECT * FROM candidate WHERE shared >= %(bound)s "
+            f"ORDER BY shared DESC, {column(Task, 'number')} LIMIT %(keep)s), "
+            f"other AS (SELECT DISTINCT u.term FROM best, unnest(best.{terms}) AS u(term) "
+            "WHERE u.term <> ALL(%(known)s::text[])) "
+            f"SELECT {', '.join(column(Task, n) for n in ('id', 'number', 'title', 'status', 'title_terms'))}, "
+            "NULL::text, NULL::bigint FROM best "
+            "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, o.term, (SELECT count(*) FROM "
+            f"(SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = o.term LIMIT {cap}) AS c) "
+            "FROM other AS o")
+
+
 KEPT_SECONDS = 10.0
 KEPT = KeptCounts()
 
@@ -264,8 +309,6 @@ KEPT = KeptCounts()
 def read_weights(space_id: int, title_terms: Iterable[str]) -> Weights:
     """The weights of ``title_terms`` in the space: counts kept from a moment ago, the others
     counted in its index (one statement)."""
-    from tasks.sql import term_counts_sql
-
     wanted = {LIVE_TERM, *title_terms}
     counts = KEPT.fresh(space_id, wanted)
     missing = sorted(wanted - counts.keys())
@@ -285,8 +328,6 @@ def similar_to(space, title: str, *, exclude: int | None = None) -> list[tuple[C
     statements: the title's term counts (those not kept from a moment ago), then its best
     candidates (by the weight they share with it, which the statement sums from the weights
     given) with the counts of their other terms (but the common ones kept)."""
-    from tasks.sql import similar_candidates_sql
-
     title_terms = terms(title)
     if not title_terms:
         return []
@@ -320,14 +361,10 @@ def as_answer(similar: list[tuple[Candidate, float]]) -> list[dict]:
 
 def forget(task) -> None:
     """A task that stopped being live leaves the index (its own rows, so nobody waits)."""
-    from tasks.models import TitleTerm
-
     TitleTerm.objects.filter(space_id=task.space_id, term__in=[LIVE_TERM, *task.title_terms], task_id=task.pk).delete()
 
 
 def live_titles(space) -> list[Candidate]:
-    from tasks.models import LIVE_STATUSES, Task
-
     rows = (Task.objects.filter(space_id=space.pk, status__in=LIVE_STATUSES)
             .values_list("id", "number", "title", "status", "title_terms"))
     return [Candidate(*row) for row in rows]
@@ -337,8 +374,6 @@ def likely_duplicates(space, *, limit: int = 50) -> list[tuple[Candidate, Candid
     """Pairs of the space's live tasks likely to be the same work, best first, without the pairs
     a steward said are distinct (SPEC §16). The live titles are read once and counted here, as
     the index counts them (each count capped at COUNT_CAP)."""
-    from tasks.models import DistinctPair
-
     titles = live_titles(space)  # every live title counts in the weights; one without terms pairs with none
     counts: dict[str, int] = {}
     for title in titles:
@@ -351,9 +386,6 @@ def likely_duplicates(space, *, limit: int = 50) -> list[tuple[Candidate, Candid
 def mark_distinct(*, task, other, actor) -> None:
     """A steward says two tasks are not duplicates: the pair is remembered and not shown again.
     Saying it twice changes nothing (the pair's unique constraint)."""
-    from tasks.models import DistinctPair
-    from tasks.errors import SurvivorInvalid
-
     if other.space_id != task.space_id or other.pk == task.pk:
         raise SurvivorInvalid("The other task must be another task of this space.")
     first, second = sorted((task.pk, other.pk))

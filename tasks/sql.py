@@ -9,19 +9,15 @@ Other apps' tables appear only through the parts their owners hand out:
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from functools import cache
 
-from django.db import connection
-from django.db.models import Exists
 
 from allocation import services as allocation
-from common.sql import Placeholder, insert_select, named_sql, written_fields
+from common.sql import column, insert_select, quote, table
 from spaces.models import Member
 from spaces.sql import next_task_number_cte
 from tasks import wakeups
 from tasks.similarity import LIVE_TERM
-from tasks.filters import ready_queue
 from tasks.models import (
     Claim,
     ClaimOrigin,
@@ -34,18 +30,6 @@ from tasks.models import (
     TaskStatus,
     TitleTerm,
 )
-
-
-def quote(name: str) -> str:
-    return connection.ops.quote_name(name)
-
-
-def column(model, name: str) -> str:
-    return quote(model._meta.get_field(name).column)
-
-
-def table(model) -> str:
-    return quote(model._meta.db_table)
 
 
 # --- Creating a task (tasks.services) ------------------------------------------------------
@@ -97,60 +81,6 @@ def task_winner_sql() -> str:
             f"FROM {quote(Task._meta.db_table)} WHERE {quote(Task._meta.pk.column)} = o.task_id")
 
 
-# --- next (tasks.claims) ------------------------------------------------------------------
-
-# `next {}` as one statement: pick the first of the ready queue with SKIP LOCKED (SPEC §13:
-# open, nothing live blocks it, carrying every label asked for; lowest priority, then lowest
-# number: tasks.filters.ready_queue, compiled by the ORM), mark it claimed, insert the claim
-# and its event, and answer with the tasks it blocks. An open task has no live claim and no
-# waiting attempt, so "claimed" is exactly what recompute_status would say. Column lists
-# come from the models. It first asks whether a claim of the space is past its expiry
-# (Claim.due): such a claim counts as ended, so its task may be the one to hand out; the
-# statement then claims nothing and says so, and the caller records the lapse and asks again
-# (tasks.claims.claim_next_task).
-SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
-NOW = Placeholder("now", datetime(1970, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc))
-
-
-@cache
-def claim_next_sql() -> tuple[str, list[str]]:
-    """The statement, and the task's attribute names in the order it returns the task's columns:
-    built once, so each call hands the row straight to ``Task.from_db``."""
-    task_table = quote(Task._meta.db_table)
-    edges = quote(Dependency._meta.db_table)
-    claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
-                    "origin": f"'{ClaimOrigin.NEXT.value}'", "created_at": "%(now)s", "expires_at": "%(expires)s",
-                    "last_heartbeat_at": "NULL", "ended_at": "NULL", "end_reason": "''"}
-    event_values = {"space": "%(space)s", "task": "task_id", "kind": f"'{EventKind.CLAIMED.value}'",
-                    "actor": "%(member)s", "created_at": "%(now)s",
-                    "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
-                               "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
-    fields = written_fields(Task)
-    due = Claim.objects.filter(Claim.due(NOW.example), space_id=SPACE.example)
-    picked = named_sql(ready_queue(SPACE.example, LABELS.example).filter(~Exists(due)).values("id")[:1],
-                       SPACE, LABELS, NOW)
-    sql = (
-        f"WITH due AS (SELECT EXISTS({named_sql(due.values('id')[:1], SPACE, NOW)}) AS flag), "
-        f"picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
-        f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
-        f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
-        f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
-        f"event AS ({insert_select(TaskEvent, event_values)} FROM claim) "
-        f"SELECT due.flag, claim.id, creator.name, ARRAY(SELECT waiting.number FROM {edges} AS d "
-        f"JOIN {task_table} AS waiting ON waiting.id = d.task_id WHERE d.space_id = %(space)s "
-        "AND d.blocker_id = claim.task_id ORDER BY waiting.number), "
-        f"claimed.id, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
-        "FROM due LEFT JOIN (claim JOIN claimed ON claimed.id = claim.task_id) ON true "
-        f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
-    )
-    return sql, ["id", *(f.attname for f in fields)]
-
-
-@cache
-def claim_attnames() -> list[str]:
-    return [f.attname for f in Claim._meta.concrete_fields]
-
-
 # --- The work graph's locks and walk (tasks.graph) -----------------------------------------
 
 # First keys of the two-key advisory lock space; the second is the space's or the task's id.
@@ -186,48 +116,6 @@ def reach_sql() -> str:
             f" UNION SELECT d.{blocker}, d.{task} FROM reach r JOIN {edges} d"
             f" ON d.{space} = %(space)s AND d.{task} = r.id) "
             "SELECT id, via FROM reach")
-
-
-# --- Similar tasks (tasks.similarity) -------------------------------------------------------
-
-@cache
-def term_counts_sql(cap: int) -> str:
-    """How many live titles of the space have each term, counted up to ``cap`` (a term that
-    common weighs as little as a weight gets; LIVE_TERM's count is the live titles'): ``(term,
-    count)`` rows. Params: space, terms."""
-    index, space, term = table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term")
-    counted = (f"(SELECT count(*) FROM (SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s "
-               f"AND p.{term} = {{}} LIMIT {cap}) AS c)")
-    return f"SELECT q.term, {counted.format('q.term')} FROM unnest(%(terms)s::text[]) AS q(term)"
-
-
-@cache
-def similar_candidates_sql(cap: int) -> str:
-    """A title's best candidates and what scoring them needs. The candidates: live tasks (the
-    index holds only those) with one of the title's probe terms, but ``exclude``, that share at
-    least ``bound`` of its weight (the title's terms come with their weights: ``terms``,
-    ``weights``), the ``keep`` sharing most; then how many live titles have each of their terms
-    not ``known``, counted up to ``cap``. Rows ``(id, number, title, status, terms, NULL,
-    NULL)``, then ``(NULL, …, term, count)``. Params: space, terms, weights, probe, exclude,
-    bound, keep, known."""
-    index, space, term, task = (table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term"),
-                                column(TitleTerm, "task"))
-    tasks, task_id, terms = table(Task), column(Task, "id"), column(Task, "title_terms")
-    shown = ", ".join(f"t.{column(Task, name)}" for name in ("id", "number", "title", "status", "title_terms"))
-    return (f"WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)), "
-            f"candidate AS MATERIALIZED (SELECT {shown}, (SELECT sum(q.w) FROM q WHERE q.term = ANY(t.{terms})) "
-            f"AS shared FROM {tasks} AS t WHERE t.{task_id} IN (SELECT p.{task} FROM {index} AS p "
-            f"WHERE p.{space} = %(space)s AND p.{term} = ANY(%(probe)s::text[])) "
-            f"AND t.{task_id} IS DISTINCT FROM %(exclude)s), "
-            "best AS MATERIALIZED (SELECT * FROM candidate WHERE shared >= %(bound)s "
-            f"ORDER BY shared DESC, {column(Task, 'number')} LIMIT %(keep)s), "
-            f"other AS (SELECT DISTINCT u.term FROM best, unnest(best.{terms}) AS u(term) "
-            "WHERE u.term <> ALL(%(known)s::text[])) "
-            f"SELECT {', '.join(column(Task, n) for n in ('id', 'number', 'title', 'status', 'title_terms'))}, "
-            "NULL::text, NULL::bigint FROM best "
-            "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, o.term, (SELECT count(*) FROM "
-            f"(SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = o.term LIMIT {cap}) AS c) "
-            "FROM other AS o")
 
 
 @cache

@@ -13,6 +13,7 @@ from django.utils import timezone
 from allocation import services as allocation
 from spaces.models import Space
 from tasks.models import LIVE_STATUSES, Attempt, AttemptState, Claim, SlotDoneCount, Task, TaskStatus
+from tasks.filters import blocked, ready_condition
 from tasks.status import with_shown_status
 
 RECENT_DONE = timedelta(days=7)
@@ -21,8 +22,6 @@ DUPLICATES_WINDOW = timedelta(hours=24)
 
 def live_counts(space: Space, now) -> dict[str, tuple[int, int]]:
     """Per live status: (tasks, of which blocked)."""
-    from tasks.filters import blocked
-
     live = with_shown_status(Task.objects.filter(space=space, status__in=LIVE_STATUSES), now)
     rows = (live.order_by().values("shown_status")
             .annotate(total=Count("pk"), blocked=Count("pk", filter=Q(blocked()))))
@@ -31,8 +30,6 @@ def live_counts(space: Space, now) -> dict[str, tuple[int, int]]:
 
 def oldest_ready(space: Space, now) -> dict[str, Any] | None:
     """The ready task created first (numbers follow creation), with its age in seconds."""
-    from tasks.filters import ready_condition
-
     task = (Task.objects.filter(space=space).filter(ready_condition(now)).order_by("number")
             .values("number", "title", "created_at").first())
     if task is None:

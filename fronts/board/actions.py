@@ -25,7 +25,7 @@ from spaces.commands import Command
 from spaces.models import Space
 from spaces.services import steward_for_admin_user
 from tasks import commands, selectors
-from fronts.board.page import cards
+from fronts.board.data import cards
 from tasks.models import Task
 
 CHANGE = "tasks.change_task"

@@ -33,7 +33,7 @@ from spaces import commands as space_commands
 from spaces.commands import Command
 from spaces.models import Member, Role
 from spaces.permissions import role_refusal
-from spaces.reference import build_reference
+from fronts.reference import build_reference
 from tasks import commands, graph
 from tasks.filters import filter_tasks
 from tasks.serializers import TaskSerializer

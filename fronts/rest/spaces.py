@@ -17,7 +17,7 @@ from spaces import serializers as s
 from fronts.rest.pagination import IdCursorPagination, PositionCursorPagination
 from spaces.catalog import normalize_work_item_id
 from spaces.models import ApiKey, CharterItem, Member, Role
-from spaces.reference import SECTIONS, build_reference
+from fronts.reference import SECTIONS, build_reference
 from spaces.secrets import SecretAnswer, mark_secret, reissuer
 
 READ, WRITE, STEWARD = Role.READER, Role.WRITER, Role.STEWARD

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from allocation.conflict_keys import note_target
-from allocation.reference import allocation_section
+from fronts.reference.allocation import allocation_section
 
 
 def test_the_reference_names_the_normalized_body_and_the_rule_hashes_it():

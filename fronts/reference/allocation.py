@@ -11,7 +11,7 @@ from allocation.binding import (
 )
 from allocation.models import TASK_DELIVERY_MODES, ConflictKind
 from spaces.models import Space
-from spaces.reference import register_section
+from fronts.reference import register_section
 
 
 @register_section("allocation")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from spaces.reference import register_section
+from fronts.reference import register_section
 
 
 @register_section("agents")

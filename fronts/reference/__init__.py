@@ -1,7 +1,8 @@
 """``GET /v1/reference``: the rules an agent needs, generated from what the code enforces.
 
-Each app registers the sections it owns at start-up (``register_section``), so this
-module never imports a higher app and the text is built from live tables and settings.
+A front of its own: each module of this package registers the sections it writes
+(``register_section``) when the fronts app starts, built from live tables and settings and from
+the code each section describes (the refusals' registry, the models' defaults, the MCP tools).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from common.refusals import REFUSALS
 from spaces.models import Space
-from spaces.reference import register_section
+from fronts.reference import register_section
 from tasks.models import (
     DEFAULT_PRIORITY,
     LABEL_PATTERN,

@@ -1,0 +1,102 @@
+"""The layout holds (docs/architecture.md): no module imports another that imports it back,
+directly or through others, at the top or inside a function; the apps never import a front;
+and the tasks app stays a part of the whole, not most of it."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("allocation", "common", "exports", "fronts", "spaces", "tasks")
+DOMAIN = ("allocation", "common", "exports", "spaces", "tasks")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def production_modules() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")
+            if "migrations" not in path.parts and "management" not in path.parts}
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The project modules ``path`` imports anywhere in it (``from a import b`` counts ``a.b``
+    when that is a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found |= {name for name in names if name in known}
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = production_modules()
+    known = set(modules)
+    # A package's __init__ is not a dependency of its own modules' imports of each other.
+    return {name: {other for other in imports(path, known) if other != name} for name, path in modules.items()}
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), and self-loops."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(edges.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_back_through_others():
+    assert circles(graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_apps_never_import_a_front():
+    offenders = {name: sorted(other for other in targets if other.startswith("fronts"))
+                 for name, targets in graph().items() if name.startswith(DOMAIN)}
+    assert {name: targets for name, targets in offenders.items() if targets} == {}
+
+
+def test_the_tasks_app_is_under_three_tenths_of_production_code():
+    def lines(paths) -> int:
+        return sum(len(path.read_text().splitlines()) for path in paths)
+
+    production = [path for path in ROOT.rglob("*.py")
+                  if not {"tests", "benchmarks", "migrations", ".venv", ".postgres"} & set(path.relative_to(ROOT).parts)]
+    tasks = [path for path in production if path.relative_to(ROOT).parts[0] == "tasks"]
+    assert lines(tasks) / lines(production) < 0.30
