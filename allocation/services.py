@@ -34,6 +34,7 @@ from allocation.models import (
     SlotHold,
 )
 from common.refusals import InvalidRequest
+from events import feed
 from common.sql import insert_select, insert_unless_conflict
 from common.text import has_control_characters
 from spaces.catalog import normalize_work_item_id
@@ -409,9 +410,21 @@ def expire_reservations(*, now: datetime | None = None, dry_run: bool = False, i
 def hold_slot(*, space: Space, work_item_id: object, actor: Member, reason: str = "") -> tuple[SlotHold, bool]:
     """The hold on the slot, and whether this call made it (a slot held already stays as it was)."""
     slot = check_work_item_id(space=space, raw=work_item_id)
-    return SlotHold.objects.get_or_create(space=space, work_item_id=slot, defaults={"held_by": actor, "reason": reason})
+    with transaction.atomic():
+        hold, created = SlotHold.objects.get_or_create(space=space, work_item_id=slot,
+                                                       defaults={"held_by": actor, "reason": reason})
+        if created:
+            feed.record(space_id=space.pk, type="hold.added", actor_id=actor.pk,
+                        data={"work_item_id": slot, "reason": reason})
+    return hold, created
 
 
 def release_slot(*, space: Space, work_item_id: object) -> int:
     slot = normalize_work_item_id(work_item_id) if isinstance(work_item_id, str) else None
-    return SlotHold.objects.filter(space=space, work_item_id=slot).delete()[0] if slot else 0
+    if not slot:
+        return 0
+    with transaction.atomic():
+        released = SlotHold.objects.filter(space=space, work_item_id=slot).delete()[0]
+        if released:
+            feed.record(space_id=space.pk, type="hold.released", data={"work_item_id": slot})
+    return released

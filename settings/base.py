@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "spaces",
+    "events",
     "allocation",
     "tasks",
     "exports",

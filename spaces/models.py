@@ -26,6 +26,8 @@ class Space(models.Model):
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     # SPEC §15 Capacity: waited nexts one key may have waiting at once; past it, 429.
     max_waits_per_key = models.PositiveSmallIntegerField(default=8)
+    # SPEC §17: days the space's feed keeps its events (sweep purges older ones).
+    event_retention_days = models.PositiveSmallIntegerField(default=30)
     # Bumped in the transaction of every catalog change: server processes compare it to
     # decide whether their in-memory bind index is still current.
     catalog_version = models.PositiveBigIntegerField(default=0)
@@ -46,6 +48,8 @@ class Space(models.Model):
                                    name="space_max_queued_exports_1_20"),
             models.CheckConstraint(condition=Q(max_waits_per_key__gte=1, max_waits_per_key__lte=100),
                                    name="space_max_waits_per_key_1_100"),
+            models.CheckConstraint(condition=Q(event_retention_days__gte=1, event_retention_days__lte=365),
+                                   name="space_event_retention_days_1_365"),
             models.CheckConstraint(condition=Q(similar_threshold__gte=0.05, similar_threshold__lte=1),
                                    name="space_similar_threshold_5_100"),
             models.CheckConstraint(condition=Q(confirmations_required__gte=0), name="space_confirmations_gte_0"),

@@ -116,6 +116,7 @@ class SpaceSerializer(serializers.ModelSerializer):
             "similar_threshold",
             "max_queued_exports",
             "max_waits_per_key",
+            "event_retention_days",
             "created_at",
         ]
         read_only_fields = ["slug", "created_at"]
@@ -133,6 +134,7 @@ class SpaceUpdateSerializer(StrictInputSerializer):
     similar_threshold = serializers.FloatField(min_value=0.05, max_value=1.0, required=False)
     max_queued_exports = serializers.IntegerField(min_value=1, max_value=20, required=False)
     max_waits_per_key = serializers.IntegerField(min_value=1, max_value=100, required=False)
+    event_retention_days = serializers.IntegerField(min_value=1, max_value=365, required=False)
 
 
 class KeySerializer(serializers.ModelSerializer):

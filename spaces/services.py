@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from events import feed
 from spaces import errors
 from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_key
 from spaces.fingerprints import request_fingerprint
@@ -95,6 +96,8 @@ def issue_key(*, member: Member, expires_at: datetime | None = None,
                 break
             except IntegrityError:  # a prefix collision: astronomically rare, try another
                 continue
+        feed.record(space_id=member.space_id, type="key.issued",
+                    data={"member": member.pk, "prefix": prefix, "expires_at": expires_at.isoformat() if expires_at else None})
     return key, format_key(prefix, secret)
 
 
@@ -132,7 +135,9 @@ def reissue_key(*, prefix: str) -> tuple[ApiKey, str]:
 
 
 def revoke_key(*, key: ApiKey) -> ApiKey:
-    ApiKey.objects.filter(pk=key.pk, revoked_at=None).update(revoked_at=timezone.now())
+    with transaction.atomic():
+        if ApiKey.objects.filter(pk=key.pk, revoked_at=None).update(revoked_at=timezone.now()):
+            feed.record(space_id=key.space_id, type="key.revoked", data={"member": key.member_id, "prefix": key.prefix})
     key.refresh_from_db()
     return key
 
@@ -152,6 +157,7 @@ SPACE_SETTINGS = (
     "similar_threshold",
     "max_queued_exports",
     "max_waits_per_key",
+    "event_retention_days",
 )
 
 
@@ -181,6 +187,7 @@ def update_space(*, space: Space, **changes: object) -> Space:
     try:
         with transaction.atomic():
             Space.objects.filter(pk=space.pk).update(**changes)
+            feed.record(space_id=space.pk, type="space.settings_changed", data={"changes": changes})
     except IntegrityError:
         # The check constraints are the authority; the serializer's ranges only word the message.
         raise errors.InvalidRequest("A setting is out of range.", fields={k: ["Out of range."] for k in changes}) from None
@@ -198,7 +205,10 @@ def add_member(*, space: Space, role: str, name: str | None = None) -> Member:
     for _ in range(5):
         try:
             with transaction.atomic():
-                return Member.objects.create(space=space, role=role, name=name or generated_member_name(space, role))
+                member = Member.objects.create(space=space, role=role, name=name or generated_member_name(space, role))
+                feed.record(space_id=space.pk, type="member.added",
+                            data={"member": member.pk, "name": member.name, "role": role})
+                return member
         except IntegrityError:
             if name:
                 raise errors.InvalidRequest(
@@ -224,6 +234,7 @@ def change_role(*, member: Member, role: str) -> Member:
         member.role = role
         member.save(update_fields=["role"])
         ApiKey.objects.filter(member=member).update(generation=F("generation") + 1)
+        feed.record(space_id=member.space_id, type="member.role_changed", data={"member": member.pk, "role": role})
     return member
 
 
@@ -345,6 +356,9 @@ def upsert_charter_item(*, space: Space, work_item_id: str, canonical_title: str
             },
         )
         bump_catalog_version(space, [work_item_id])
+        feed.record(space_id=space.pk, type="catalog.item_saved",
+                    data={"work_item_id": work_item_id, "canonical_title": canonical_title, "aliases": aliases,
+                          "created": created})
     return item, created
 
 
@@ -353,6 +367,7 @@ def delete_charter_item(*, item: CharterItem) -> None:
         space = item.space
         item.delete()
         bump_catalog_version(space, [item.work_item_id])
+        feed.record(space_id=space.pk, type="catalog.item_deleted", data={"work_item_id": item.work_item_id})
 
 
 def import_catalog(*, space: Space, rows: list[CatalogRow], batch_size: int = 5000, progress=None) -> int:
@@ -382,6 +397,7 @@ def import_catalog(*, space: Space, rows: list[CatalogRow], batch_size: int = 50
             if progress is not None:
                 progress(done, len(rows))
         bump_catalog_version(space, [row.work_item_id for row in rows])
+        feed.record(space_id=space.pk, type="catalog.imported", data={"rows": done})
     return done
 
 

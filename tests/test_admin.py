@@ -106,7 +106,7 @@ def space_settings(space, **changes) -> dict:
     values = {"slug": space.slug, "name": space.name, "task_claim_hours": 4, "claim_lease_seconds": "",
               "confirmations_required": 1, "allocation_window_seconds": 15, "max_claims_per_task": 3,
               "max_attempts_per_cycle": 5, "requests_per_minute": "", "similar_threshold": 0.45,
-              "max_queued_exports": 3, "max_waits_per_key": 8}
+              "max_queued_exports": 3, "max_waits_per_key": 8, "event_retention_days": 30}
     return {**values, **changes}
 
 
@@ -118,7 +118,7 @@ def no_catalog_rows() -> dict:
 def test_a_steward_sets_every_space_setting_in_the_admin(admin_client, space):
     # The same settings as PATCH /v1/spaces/{slug} (SPEC §3.1), through the same service.
     changes = {"claim_lease_seconds": 60, "requests_per_minute": 120, "similar_threshold": 0.6, "max_queued_exports": 5,
-               "max_waits_per_key": 4}
+               "max_waits_per_key": 4, "event_retention_days": 7}
     response = admin_client.post(f"/admin/spaces/space/{space.pk}/change/", {**space_settings(space, **changes),
                                                                               **no_catalog_rows()})
     assert response.status_code == 302, response.content.decode()[:2000]

@@ -302,3 +302,20 @@ def test_any_request_to_mcp_answers_at_once(method, accept):
         assert "POST" in response.headers["Allow"]
         _, results = run(base, key, [("list_tasks", {})])
         assert results[0][0] is False
+
+
+def test_the_feed_over_mcp_answers_as_rest_does():
+    """SPEC §17: the events tool reads the feed by the same rules as GET …/events."""
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=1) as base:
+        _, results = run(base, writer, [
+            ("create_task", {"title": "Follow the feed"}),
+            ("events", {"types": ["task.created"]}),
+            ("events", {"after": 10**6}),
+            ("events", {"limit": 0}),
+        ])
+    (_, _), (e1, found), (e2, later), (e3, refused) = results
+    assert not e1 and [(e["type"], e["task"]) for e in json.loads(found)["events"]] == [("task.created", 1)]
+    assert not e2 and json.loads(later) == {"events": [], "next": 10**6}
+    assert e3 and json.loads(refused[refused.index("{"):])["error"] == "invalid_request"

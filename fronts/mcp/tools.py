@@ -33,6 +33,7 @@ from spaces import commands as space_commands
 from spaces.commands import Command
 from spaces.models import Member, Role
 from spaces.permissions import role_refusal
+from events import feed
 from fronts.reference import build_reference
 from tasks import commands, graph
 from tasks.filters import filter_tasks
@@ -283,6 +284,23 @@ def list_tasks(status: str = "", ready: bool | None = None, blocked: bool | None
         page = list((tasks if by_offset else tasks.order_by("number"))[:200])
         graph.attach(page)
         return {"tasks": TaskSerializer(page, many=True).data}
+    return read_result(Role.READER, act)
+
+@tool
+def events(after: int | None = None, types: list[str] | None = None, task: int | None = None,
+           limit: int | None = None) -> dict[str, Any]:
+    """Your space's feed (SPEC §17): {"events": [...], "next": seq}, oldest first, the events with seq
+    above `after` (none: from the oldest kept). Ask again with after=next to see every event once, in
+    order. `types`: keep these types (such as task.created); `task`: one task's; `limit`: 1-500
+    (default 100). 410 events_expired: `after` is older than the space keeps."""
+    def act(m):
+        params = QueryDict(mutable=True)
+        for name, value in {"after": after, "task": task, "limit": limit}.items():
+            if value is not None:
+                params[name] = str(value)
+        if types is not None:
+            params["types"] = ",".join(types)
+        return feed.answer(space_id=m.space_id, params=params)
     return read_result(Role.READER, act)
 
 @tool

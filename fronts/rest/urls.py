@@ -2,7 +2,7 @@
 resolves its route in as few tries as it can."""
 from django.urls import path
 
-from fronts.rest import exports, spaces, tasks
+from fronts.rest import events, exports, spaces, tasks
 
 urlpatterns = [
     path("spaces/<slug:slug>/bind", tasks.BindView.as_view(), name="bind"),
@@ -10,6 +10,7 @@ urlpatterns = [
     path("spaces/<slug:slug>/holds/<str:work_item_id>", tasks.HoldDetailView.as_view(), name="hold"),
     path("spaces/<slug:slug>/summary", tasks.SummaryView.as_view(), name="summary"),
     path("spaces/<slug:slug>/tasks", tasks.TaskListView.as_view(), name="tasks"),
+    path("spaces/<slug:slug>/events", events.EventListView.as_view(), name="events"),
     path("spaces/<slug:slug>/tasks/window", tasks.TaskWindowView.as_view(), name="tasks-window"),
     path("spaces/<slug:slug>/tasks/similar", tasks.SimilarTasksView.as_view(), name="tasks-similar"),
     path("spaces/<slug:slug>/tasks/duplicates", tasks.LikelyDuplicatesView.as_view(), name="tasks-duplicates"),

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand
 from allocation.idempotency import expire_operations, purge_operations
 from allocation.services import expire_reservations, purge_conflict_counts
 from common.loops import add_give_up_argument, positive_seconds, run_loop
+from events import feed
 from spaces.services import purge_catalog_changes
 from spaces.throttles import purge_rate_counters
 from tasks.claims import expire_claims
@@ -10,7 +11,8 @@ from tasks.claims import expire_claims
 
 class Command(BaseCommand):
     help = (
-        "Every expiry in one go: reservations, claims, operation leases, then purge old operations. "
+        "Every expiry in one go: reservations, claims, operation leases, then purge old operations, "
+        "rate counters, conflict counts, catalog changes and feed events past their space's retention. "
         "Safe to run from several places at once: each item is changed by one compare-and-set, so a second "
         "run changes nothing."
     )
@@ -32,6 +34,7 @@ class Command(BaseCommand):
                 "old rate counters": purge_rate_counters(dry_run=dry_run),
                 "old conflict counts": purge_conflict_counts(dry_run=dry_run),
                 "old catalog changes": purge_catalog_changes(dry_run=dry_run),
+                "old events": feed.purge(dry_run=dry_run),
             }
             verb = "Would sweep" if dry_run else "Swept"
             self.stdout.write(f"{verb}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".")

@@ -1,0 +1,124 @@
+"""Writing and reading a space's feed (SPEC §17).
+
+A task's history reaches the feed by a trigger on its rows (tasks/migrations/0018); the
+changes of a space itself — settings, members, keys, catalog, holds — call ``record`` in the
+transaction that makes them. Either way the event commits with its change or not at all, and
+its ``seq`` is given as it commits (events/migrations/0002).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+
+from common.refusals import InvalidRequest
+from common.sql import column, table
+from events.errors import EventsExpired
+from events.models import Event, FeedCounter
+
+MAX_LIMIT = 500
+DEFAULT_LIMIT = 100
+PARAMETERS = frozenset({"after", "types", "task", "limit"})
+
+
+TYPE = re.compile(r"[a-z][a-z_]*(\.[a-z_]+)*")
+MAX_TYPES = 50
+
+
+def whole_number(params, name: str, *, low: int, high: int) -> int | None:
+    """``name`` as a whole number in [low, high], or None when absent; anything else is a 422
+    naming it (SPEC §3: ``?after=1.0``, ``?after=`` and ``?after=01`` are not numbers here)."""
+    if name not in params:
+        return None
+    raw = params[name]
+    if not re.fullmatch(r"0|[1-9][0-9]{0,18}", raw) or not low <= int(raw) <= high:
+        raise InvalidRequest(f"Bad {name}.", fields={name: [f"A whole number from {low} to {high}."]})
+    return int(raw)
+
+
+def event_types(params) -> list[str]:
+    if "types" not in params:
+        return []
+    types = [t for t in params["types"].split(",")]
+    if not 0 < len(types) <= MAX_TYPES or not all(TYPE.fullmatch(t) for t in types):
+        raise InvalidRequest("Bad types.", fields={"types": [
+            f"A comma-separated list of 1 to {MAX_TYPES} event types, such as task.created,task.claim_lapsed."]})
+    return types
+
+
+def answer(*, space_id: int, params) -> dict[str, Any]:
+    """The feed as every front answers it, read from a list's query parameters (a QueryDict):
+    ``{"events": […], "next": SEQ}``; a bad parameter is ``422 invalid_request`` naming it."""
+    for name in PARAMETERS:
+        if len(params.getlist(name)) > 1:
+            raise InvalidRequest(f"Bad {name}.", fields={name: ["Give it once."]})
+    page = read(space_id=space_id, after=whole_number(params, "after", low=0, high=2**63 - 1),
+                types=event_types(params), task=whole_number(params, "task", low=1, high=2**63 - 1),
+                limit=whole_number(params, "limit", low=1, high=MAX_LIMIT) or DEFAULT_LIMIT)
+    return {"events": [as_answer(event) for event in page.events], "next": page.next}
+
+
+def record(*, space_id: int, type: str, actor_id: int | None = None, data: dict[str, Any] | None = None) -> None:
+    """One event of the space's feed, in the caller's transaction."""
+    Event.objects.create(space_id=space_id, type=type, actor_id=actor_id, data=data or {})
+
+
+@dataclass(frozen=True)
+class Page:
+    events: list[Event]
+    next: int  # the seq to ask after next time
+
+
+def read(*, space_id: int, after: int | None, types: list[str], task: int | None, limit: int) -> Page:
+    """The space's events after ``after`` in seq order, at most ``limit``; ``410
+    events_expired`` when events after ``after`` were purged. Only committed events have a
+    seq, so none shows before its transaction committed."""
+    counter = FeedCounter.objects.filter(space_id=space_id).values_list("purged_through", flat=True).first() or 0
+    if after is not None and after < counter:
+        raise EventsExpired(f"Events up to seq {counter} were purged; the oldest kept is {counter + 1}.",
+                            oldest_seq=counter + 1)
+    start = after if after is not None else counter
+    events = Event.objects.filter(space_id=space_id, seq__gt=start).select_related("actor")
+    if types:
+        events = events.filter(type__in=types)
+    if task is not None:
+        events = events.filter(task_number=task)
+    found = list(events.order_by("seq")[:limit])
+    return Page(found, found[-1].seq if found else start)
+
+
+def latest_seq(space_id: int) -> int:
+    return FeedCounter.objects.filter(space_id=space_id).values_list("last_seq", flat=True).first() or 0
+
+
+def purge(*, dry_run: bool = False) -> int:
+    """Events older than their space's ``event_retention_days``, deleted (one statement); the
+    counter remembers the last seq purged, so a reader behind it is told (``410``)."""
+    from django.apps import apps
+
+    space = apps.get_model("spaces", "Space")
+    due = (f"FROM {table(Event)} AS e JOIN {table(space)} AS s ON s.id = e.{column(Event, 'space')} "
+           f"WHERE e.{column(Event, 'seq')} IS NOT NULL "
+           f"AND e.{column(Event, 'at')} < now() - make_interval(days => s.{column(space, 'event_retention_days')})")
+    with connection.cursor() as cursor:
+        if dry_run:
+            cursor.execute(f"SELECT count(*) {due}")
+            return cursor.fetchone()[0]
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM {table(Event)} WHERE id IN (SELECT e.id {due}) "
+            f"RETURNING {column(Event, 'space')} AS space_id, {column(Event, 'seq')} AS seq), "
+            f"marked AS (UPDATE {table(FeedCounter)} AS c SET purged_through = GREATEST(c.purged_through, g.last) "
+            "FROM (SELECT space_id, max(seq) AS last FROM gone GROUP BY space_id) AS g "
+            "WHERE c.space_id = g.space_id) SELECT count(*) FROM gone")
+        return cursor.fetchone()[0]
+
+
+def as_answer(event: Event) -> dict[str, Any]:
+    """An event as the feed, its stream and its webhooks send it (SPEC §17)."""
+    return {
+        "id": f"evt_{event.pk}", "seq": event.seq, "type": event.type, "at": event.at,
+        "actor": None if event.actor is None else {"id": event.actor.pk, "name": event.actor.name},
+        "task": event.task_number, "data": event.data,
+    }
