@@ -7,12 +7,16 @@ its ``seq`` is given as it commits (events/migrations/0002).
 """
 from __future__ import annotations
 
+import json
 import re
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterator
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection
 
+from common import gate
 from common.refusals import InvalidRequest
 from common.sql import column, table
 from events.errors import EventsExpired
@@ -20,7 +24,16 @@ from events.models import Event, FeedCounter
 
 MAX_LIMIT = 500
 DEFAULT_LIMIT = 100
-PARAMETERS = frozenset({"after", "types", "task", "limit"})
+MAX_WAIT = 60  # seconds a ?wait= may ask
+PARAMETERS = frozenset({"after", "types", "task", "limit", "wait"})
+CHANNEL = "spaces_events"  # NOTIFY'd with the space's id as events commit (events/migrations/0002)
+STREAM_SECONDS = 600  # a stream ends after this; the client reconnects with Last-Event-ID
+KEEPALIVE_SECONDS = 15  # a stream says something at least this often
+
+# How a front waits for a space's feed to move past ``after`` (at most ``timeout`` seconds):
+# tasks.waiting.REGISTRY.wait_for_event, the process's one listener (SPEC §15's means). False
+# when the process is stopping: the reader answers with what it has, and waits no more.
+WaitForEvent = Callable[[int, int, float], bool]
 
 
 TYPE = re.compile(r"[a-z][a-z_]*(\.[a-z_]+)*")
@@ -48,16 +61,99 @@ def event_types(params) -> list[str]:
     return types
 
 
-def answer(*, space_id: int, params) -> dict[str, Any]:
-    """The feed as every front answers it, read from a list's query parameters (a QueryDict):
-    ``{"events": […], "next": SEQ}``; a bad parameter is ``422 invalid_request`` naming it."""
+def seconds(params, name: str) -> float:
+    """``?wait=S``: 0 to MAX_WAIT seconds, a whole number or a decimal (``2.5``)."""
+    if name not in params:
+        return 0.0
+    raw = params[name]
+    if not re.fullmatch(r"(0|[1-9][0-9]?)(\.[0-9]{1,3})?", raw) or float(raw) > MAX_WAIT:
+        raise InvalidRequest(f"Bad {name}.", fields={name: [f"Seconds from 0 to {MAX_WAIT}."]})
+    return float(raw)
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a reader of the feed asks, read once from the query parameters."""
+
+    after: int | None
+    types: list[str]
+    task: int | None
+    limit: int
+    wait: float
+
+
+def question(params, *, after: int | None = None) -> Question:
+    """The query parameters (a QueryDict) as a question; a bad one is ``422 invalid_request``
+    naming it. ``after``: a stream's ``Last-Event-ID``, in place of ``?after=``."""
     for name in PARAMETERS:
         if len(params.getlist(name)) > 1:
             raise InvalidRequest(f"Bad {name}.", fields={name: ["Give it once."]})
-    page = read(space_id=space_id, after=whole_number(params, "after", low=0, high=2**63 - 1),
-                types=event_types(params), task=whole_number(params, "task", low=1, high=2**63 - 1),
-                limit=whole_number(params, "limit", low=1, high=MAX_LIMIT) or DEFAULT_LIMIT)
+    asked = whole_number(params, "after", low=0, high=2**63 - 1)
+    return Question(after=asked if after is None else after, types=event_types(params),
+                    task=whole_number(params, "task", low=1, high=2**63 - 1),
+                    limit=whole_number(params, "limit", low=1, high=MAX_LIMIT) or DEFAULT_LIMIT,
+                    wait=seconds(params, "wait"))
+
+
+def read_waiting(space_id: int, asked: Question, wait_for: WaitForEvent | None, wait: float) -> tuple[Page, bool]:
+    """``read``; when it finds nothing, wait up to ``wait`` seconds for an event and read again.
+    While it waits it holds no connection and no running slot (SPEC §17, with §15's means).
+    The page, and False when the process is stopping (nothing more to wait for here)."""
+    deadline = time.monotonic() + wait
+    after = asked.after
+    while True:
+        page = read(space_id=space_id, after=after, types=asked.types, task=asked.task, limit=asked.limit)
+        left = deadline - time.monotonic()
+        if page.events or wait_for is None or left <= 0:
+            return page, True
+        after = page.next  # from where it stood (a reader from the start waits past what is kept)
+        connection.close()
+        with gate.released():
+            serving = wait_for(space_id, after, left)
+        if not serving:
+            return read(space_id=space_id, after=after, types=asked.types, task=asked.task, limit=asked.limit), False
+
+
+def answer(*, space_id: int, params, wait_for: WaitForEvent | None = None) -> dict[str, Any]:
+    """The feed as every front answers it: ``{"events": […], "next": SEQ}``, waited for up to
+    ``?wait=`` seconds when there is none yet."""
+    asked = question(params)
+    page, _ = read_waiting(space_id, asked, wait_for, asked.wait)
     return {"events": [as_answer(event) for event in page.events], "next": page.next}
+
+
+def stream(*, space_id: int, params, last_event_id: str | None, wait_for: WaitForEvent) -> Iterator[str]:
+    """The feed as Server-Sent Events (SPEC §17): each event as ``id:`` its seq, ``event:`` its
+    type, ``data:`` the event; resumed after ``Last-Event-ID``; a comment at least every
+    KEEPALIVE_SECONDS; over after STREAM_SECONDS (the client reconnects with Last-Event-ID).
+    The question is checked before the first line, so a bad one is still a ``422``."""
+    resume = None
+    if last_event_id is not None:
+        if not re.fullmatch(r"0|[1-9][0-9]{0,18}", last_event_id.strip()):
+            raise InvalidRequest("Bad Last-Event-ID.", fields={"Last-Event-ID": ["The seq of the last event seen."]})
+        resume = int(last_event_id.strip())
+    asked = question(params, after=resume)
+    first = read(space_id=space_id, after=asked.after, types=asked.types, task=asked.task, limit=asked.limit)
+    return _stream(space_id, asked, first, wait_for)
+
+
+def _stream(space_id: int, asked: Question, page: Page, wait_for: WaitForEvent) -> Iterator[str]:
+    ends = time.monotonic() + STREAM_SECONDS
+    yield "retry: 2000\n: following the feed\n\n"
+    while True:
+        for event in page.events:
+            body = json.dumps(as_answer(event), cls=DjangoJSONEncoder)
+            yield f"id: {event.seq}\nevent: {event.type}\ndata: {body}\n\n"
+        left = ends - time.monotonic()
+        if left <= 0:
+            return
+        following = Question(page.next, asked.types, asked.task, asked.limit, 0)
+        page, serving = read_waiting(space_id, following, wait_for, min(KEEPALIVE_SECONDS, left))
+        connection.close()  # a stream holds a thread, never a connection, between its reads
+        if not serving:  # the server is stopping: the client reconnects, elsewhere, with Last-Event-ID
+            ends = 0
+        elif not page.events:
+            yield ": keep-alive\n\n"
 
 
 def record(*, space_id: int, type: str, actor_id: int | None = None, data: dict[str, Any] | None = None) -> None:

@@ -95,6 +95,8 @@ def readable(command: str, result: Any) -> str:
         return f"claim {result['claim']['id']} renewed until {result['claim']['expires_at']}"
     if command == "post":
         return f"post {result['id']}"
+    if command == "events":
+        return "\n".join(describe_event(e) for e in result["events"]) or f"no events after {result['next']}"
     if command == "bind":
         scores = ", ".join(f"{s['work_item_id']} {s['jaccard']}" for s in result["scores"] if s["value"] > 0)
         return f"binds to {result['work_item_id'] or 'no slot (title fallback)'}; {scores or 'no scores'}"
@@ -185,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("title")
     p = sub.add_parser("notifications", help="your notifications")
     p.add_argument("--unread", action="store_true")
+    p = sub.add_parser("events", help="the space's feed, oldest first: spaces events --after 120 --follow")
+    p.add_argument("--after", type=int, metavar="SEQ", help="only events after this seq (default: the oldest kept)")
+    p.add_argument("--type", dest="types", action="append", metavar="TYPE",
+                   help="only this type, such as task.created (repeatable)")
+    p.add_argument("--follow", action="store_true",
+                   help="keep printing events as they come (Ctrl-C stops; resumes from the last seq it printed)")
     return parser
 
 
@@ -227,6 +235,7 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
         "similar": lambda: client.similar(args.title),
         "board": client.summary,
         "notifications": lambda: client.notifications(unread=args.unread),
+        "events": lambda: client.events(after=args.after, types=args.types),
     }
     return actions[args.command]()
 
@@ -241,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         client = SpacesClient(url, key, deadline=args.deadline)
         if args.command == "work":
             return work(client, args, url, key)
+        if args.command == "events" and args.follow:
+            return follow(client, args)
         result = call(client, args)
     except SpacesRefusal as refusal:
         out(json.dumps(refusal.body, indent=2) if args.json else refused(refusal))
@@ -249,6 +260,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"spaces: {exc}", file=sys.stderr)
         return 2
     out(json.dumps(result, indent=2) if args.json else readable(args.command, result))
+    return 0
+
+
+def describe_event(event: dict) -> str:
+    task = f" task {event['task']}" if event.get("task") is not None else ""
+    actor = f" by {event['actor']['name']}" if event.get("actor") else ""
+    return f"{event['seq']}  {event['at']}  {event['type']}{task}{actor}"
+
+
+def follow(client: SpacesClient, args: argparse.Namespace) -> int:
+    """``spaces events --follow``: every event as it comes, one line each (or JSON lines)."""
+    try:
+        for event in client.follow(after=args.after, types=args.types):
+            out(json.dumps(event) if args.json else describe_event(event))
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 

@@ -134,6 +134,29 @@ class SpacesClient:
     def task(self, number: int) -> dict:
         return self.request("GET", self.space(f"/tasks/{number}"))
 
+    def events(self, *, after: int | None = None, types: list[str] | None = None, task: int | None = None,
+               limit: int | None = None, wait: float = 0) -> dict:
+        """One page of the space's feed (SPEC §17): ``{"events", "next"}``; with ``wait``, waits up
+        to that many seconds for an event when there is none yet."""
+        params = {name: value for name, value in {"after": after, "task": task, "limit": limit}.items()
+                  if value is not None}
+        if types:
+            params["types"] = ",".join(types)
+        if wait:
+            params["wait"] = f"{wait:g}"
+        return self.request("GET", self.space("/events"), params=params, answer_within=wait)
+
+    def follow(self, *, after: int | None = None, types: list[str] | None = None,
+               wait: float = 30) -> Iterator[dict]:
+        """Every event of the feed after ``after``, each once and in order, as they come: it asks
+        again with the ``next`` it was given (so a lost connection resumes where it stood).
+        ``self.last_seq`` is the seq it stands at."""
+        self.last_seq = after
+        while True:
+            page = self.events(after=self.last_seq, types=types, wait=wait)
+            yield from page["events"]
+            self.last_seq = page["next"]
+
     def update_task(self, number: int, **fields: Any) -> dict:
         return self.request("PATCH", self.space(f"/tasks/{number}"), fields)
 

@@ -36,6 +36,8 @@ from django.db import connection
 from django.db.models.functions import Now
 
 from common.refusals import RateLimited, ServiceUnavailable
+from events.feed import CHANNEL as FEED_CHANNEL
+from events.models import FeedCounter
 from tasks.attempts import checkable_attempts
 from tasks.filters import ready_queue
 from tasks.models import Claim, WaitSlot
@@ -113,6 +115,16 @@ class Waiter:
         return self.shape[0] == "task" and ("task", ()) in failed  # no labels found nothing: nor will labels
 
 
+@dataclass(eq=False)
+class FeedWaiter:
+    """A request waiting on a space's feed for an event after ``after`` (SPEC §17): woken, with
+    every other such waiter of the space at once, by any event of the space."""
+
+    space_id: int
+    after: int
+    woken: threading.Event = field(default_factory=threading.Event)
+
+
 class Space:
     """The waiters of one space in this process, and its pass."""
 
@@ -138,6 +150,7 @@ class Registry:
         self.serving: Callable[[], bool] | None = None
         self.listener: Listener | None = None
         self.listener_pid = 0
+        self.feed_waiters: dict[int, set[FeedWaiter]] = {}  # by space
 
     # --- what the runner calls ---------------------------------------------------------------
 
@@ -201,8 +214,50 @@ class Registry:
             for space in self.spaces.values():
                 for waiter in space.waiting:
                     waiter.woken.set()
+            for waiters in self.feed_waiters.values():
+                for feed_waiter in waiters:
+                    feed_waiter.woken.set()
+
+    def wait_for_event(self, space_id: int, after: int, timeout: float) -> bool:
+        """Block until the space's feed may have an event after ``after``, or ``timeout`` passes
+        (SPEC §17 ``?wait=``, a stream's pause): one of this process's waits (``503`` past
+        them), holding no connection (the caller closed it) and no running slot. False when the
+        process is stopping: the caller waits no more."""
+        self.ensure_listener()
+        waiter = FeedWaiter(space_id, after)
+        with self.lock:
+            if self.closed:
+                return False
+            if WAITS_PER_PROCESS and self.admitted >= WAITS_PER_PROCESS:
+                raise ServiceUnavailable(
+                    f"This server holds as many waiting requests as it may ({WAITS_PER_PROCESS}): retry "
+                    "after Retry-After seconds, or ask without waiting.")
+            self.admitted += 1
+            self.feed_waiters.setdefault(space_id, set()).add(waiter)
+        try:
+            waiter.woken.wait(timeout)
+            return not self.closed
+        finally:
+            with self.lock:
+                self.admitted -= 1
+                waiters = self.feed_waiters.get(space_id)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del self.feed_waiters[space_id]
 
     # --- what the listener calls -------------------------------------------------------------
+
+    def feed_notified(self, space_id: int, last_seq: int | None = None) -> None:
+        """The space's feed has new events (up to ``last_seq``, when the re-check read it)."""
+        with self.lock:
+            for waiter in self.feed_waiters.get(space_id, ()):
+                if last_seq is None or waiter.after < last_seq:
+                    waiter.woken.set()
+
+    def feed_spaces(self) -> list[int]:
+        with self.lock:
+            return list(self.feed_waiters)
 
     def notified(self, space_id: int, shapes: set[tuple] | None = None) -> None:
         """Work may be ready in this space (for these shapes only, when the re-check says so)."""
@@ -333,6 +388,7 @@ class Listener(threading.Thread):
         with conn:
             if listens:
                 conn.execute(f"LISTEN {CHANNEL}")
+                conn.execute(f"LISTEN {FEED_CHANNEL}")
             self.connects += 1
             self.connected.set()
             self.recheck(conn)  # whatever was made ready while no one listened
@@ -341,7 +397,7 @@ class Listener(threading.Thread):
                 timeout = max(0.0, next_check - time.monotonic())
                 if listens:
                     for notice in conn.notifies(timeout=timeout):
-                        self.heard(notice.payload)
+                        self.heard(notice.channel, notice.payload)
                         timeout = max(0.0, next_check - time.monotonic())
                         if timeout == 0:
                             break
@@ -355,15 +411,26 @@ class Listener(threading.Thread):
                     self.recheck(conn)
                     next_check = time.monotonic() + RECHECK_SECONDS
 
-    def heard(self, payload: str) -> None:
+    def heard(self, channel: str, payload: str) -> None:
         try:
             space_id = int(payload)
         except ValueError:
             return
-        self.registry.notified(space_id)
+        if channel == FEED_CHANNEL:
+            self.registry.feed_notified(space_id)
+        else:
+            self.registry.notified(space_id)
 
     def recheck(self, conn: psycopg.Connection) -> None:
-        """One statement: for each kind of waiter here, is there work for it now?"""
+        """One statement: for each kind of waiter here, is there work for it now? And one for the
+        feeds followed here: their last seqs."""
+        spaces = self.registry.feed_spaces()
+        if spaces:
+            counters = FeedCounter._meta
+            rows = conn.execute(f"SELECT space_id, last_seq FROM {counters.db_table} WHERE space_id = ANY(%s)",
+                                [spaces]).fetchall()
+            for space_id, last_seq in rows:
+                self.registry.feed_notified(space_id, last_seq)
         probes = self.registry.probes()
         if not probes:
             return

@@ -131,3 +131,27 @@ def test_similar_and_create_if_similar_refuse():
         assert "similar live tasks" in created.stdout and "task 1 (open)" in created.stdout
         assert spaces_cli(base, writer, "similar", "Translate the docs into Welsh").stdout.strip() == \
             "no similar live task"
+
+
+def test_events_lists_the_feed_and_follow_prints_each_new_event_once_as_it_comes():
+    """SPEC §17: `spaces events` lists the feed; `--follow` keeps printing events as they commit,
+    each once, resuming from the last seq it printed."""
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=1) as base:
+        spaces_cli(base, writer, "create", "First for the feed")
+        listed = spaces_cli(base, writer, "events", "--type", "task.created")
+        assert listed.returncode == 0 and re.fullmatch(r"\d+  \S+  task.created task 1 by agent-1\n", listed.stdout)
+        after = int(listed.stdout.split()[0])
+        env = dict(os.environ, SPACES_URL=f"{base}/v1/spaces/agent-lab", SPACES_KEY=writer, PYTHONPATH=str(ROOT))
+        follower = subprocess.Popen([sys.executable, "-m", "spaces_client.cli", "--json", "events", "--follow",
+                                     "--after", str(after)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            for n in (2, 3):
+                spaces_cli(base, writer, "create", f"Task {n} for the feed")
+            lines = [json.loads(follower.stdout.readline()) for _ in range(2)]
+        finally:
+            follower.terminate()
+            follower.wait(10)
+        assert [(e["type"], e["task"]) for e in lines] == [("task.created", 2), ("task.created", 3)]
+        assert [e["seq"] for e in lines] == [after + 1, after + 2]

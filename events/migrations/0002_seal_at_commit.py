@@ -7,6 +7,9 @@ row's lock is held until the commit ends, and it is the last lock the transactio
 (1) seqs follow commit order — a transaction numbers its events only once the one before it
 has committed and become visible — and (2) it cannot deadlock with the locks the change
 itself took: nobody holds the counter while waiting for anything else.
+
+It also says so: ``NOTIFY spaces_events, '<space id>'``, delivered at the commit, so the
+followers waiting on the feed read at once (SPEC §17, with §15's listener).
 """
 from django.db import migrations
 
@@ -19,6 +22,8 @@ BEGIN
     ON CONFLICT (space_id) DO UPDATE SET last_seq = events_feedcounter.last_seq + 1
     RETURNING last_seq INTO next_seq;
     UPDATE events_event SET seq = next_seq WHERE id = NEW.id;
+    -- Delivered as the transaction commits; one per space however many events it wrote.
+    PERFORM pg_notify('spaces_events', NEW.space_id::text);
     RETURN NULL;
 END $$;
 CREATE CONSTRAINT TRIGGER events_seal AFTER INSERT ON events_event

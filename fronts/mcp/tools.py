@@ -38,6 +38,7 @@ from fronts.reference import build_reference
 from tasks import commands, graph
 from tasks.filters import filter_tasks
 from tasks.serializers import TaskSerializer
+from tasks.waiting import REGISTRY
 
 
 @dataclass(frozen=True)
@@ -288,19 +289,20 @@ def list_tasks(status: str = "", ready: bool | None = None, blocked: bool | None
 
 @tool
 def events(after: int | None = None, types: list[str] | None = None, task: int | None = None,
-           limit: int | None = None) -> dict[str, Any]:
+           limit: int | None = None, wait: float | None = None) -> dict[str, Any]:
     """Your space's feed (SPEC §17): {"events": [...], "next": seq}, oldest first, the events with seq
     above `after` (none: from the oldest kept). Ask again with after=next to see every event once, in
     order. `types`: keep these types (such as task.created); `task`: one task's; `limit`: 1-500
-    (default 100). 410 events_expired: `after` is older than the space keeps."""
+    (default 100); `wait`: up to 60 s for an event when there is none yet. 410 events_expired:
+    `after` is older than the space keeps."""
     def act(m):
         params = QueryDict(mutable=True)
-        for name, value in {"after": after, "task": task, "limit": limit}.items():
+        for name, value in {"after": after, "task": task, "limit": limit, "wait": wait}.items():
             if value is not None:
-                params[name] = str(value)
+                params[name] = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
         if types is not None:
             params["types"] = ",".join(types)
-        return feed.answer(space_id=m.space_id, params=params)
+        return feed.answer(space_id=m.space_id, params=params, wait_for=REGISTRY.wait_for_event)
     return read_result(Role.READER, act)
 
 @tool

@@ -2,6 +2,7 @@
 ``next`` it was given sees every event once, none before its transaction committed."""
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import timedelta
@@ -178,3 +179,93 @@ def test_events_past_the_retention_are_purged_by_sweep_and_a_reader_behind_is_to
     assert [e["task"] for e in events(writer, f"?after={last_purged}")["events"]] == [kept.number]
     steward.api.patch(S, {"event_retention_days": 1})
     assert steward.api.patch(S, {"event_retention_days": 0}).status_code == 422
+
+
+def test_a_waited_read_answers_the_moment_an_event_commits(space, steward, writer):
+    start = events(writer)["next"]
+    answers: list = []
+
+    def follow() -> None:
+        try:
+            answers.append(writer.api.get(f"{S}/events?after={start}&wait=20"))
+            answers.append(time.monotonic())
+        finally:
+            connection.close()
+
+    follower = threading.Thread(target=follow)
+    follower.start()
+    time.sleep(0.5)
+    create_task(space=space, actor=steward.member, title="Wake the follower")
+    committed = time.monotonic()
+    follower.join(20)
+    response, answered = answers
+    assert response.status_code == 200
+    assert [e["type"] for e in response.json()["events"]] == ["task.created"]
+    # Woken by the commit's notification: not by the end of its wait, nor by the re-check a second.
+    assert answered - committed < 0.5
+
+
+def test_a_waited_read_with_nothing_new_answers_empty_when_its_time_is_up(writer):
+    start = events(writer)["next"]
+    began = time.monotonic()
+    assert events(writer, f"?after={start}&wait=0.5") == {"events": [], "next": start}
+    assert 0.5 <= time.monotonic() - began < 3
+
+
+@pytest.mark.parametrize("wait", ["61", "-1", "1e3", "x", "01"])
+def test_a_bad_wait_is_422(writer, wait):
+    assert writer.api.get(f"{S}/events?wait={wait}").status_code == 422
+
+
+def test_a_waiting_reader_holds_no_connection_while_it_waits(space, steward):
+    start = feed.latest_seq(space.pk)
+    held: list = []
+
+    def wait_for(space_id: int, after: int, timeout: float) -> bool:
+        held.append(connection.connection)
+        feed.record(space_id=space.pk, type="space.settings_changed", data={"woken": True})  # commits
+        return True
+
+    asked = feed.Question(after=start, types=[], task=None, limit=10, wait=5)
+    page, serving = feed.read_waiting(space.pk, asked, wait_for, 5)
+    assert held == [None] and [e.data for e in page.events] == [{"woken": True}] and serving
+
+
+def test_a_waiting_reader_of_a_stopping_server_answers_at_once(space):
+    """A server told to stop wakes its waits (tasks.waiting.Registry.close): the reader answers
+    with what it has instead of reading again and again until its time is up."""
+    start = feed.latest_seq(space.pk)
+    calls: list[float] = []
+
+    def stopping(space_id: int, after: int, timeout: float) -> bool:
+        calls.append(timeout)
+        return False
+
+    began = time.monotonic()
+    page, serving = feed.read_waiting(space.pk, feed.Question(start, [], None, 10, 30), stopping, 30)
+    assert (page.events, serving, len(calls)) == ([], False, 1) and time.monotonic() - began < 2
+
+
+def test_a_stream_sends_events_resumes_after_last_event_id_and_keeps_alive(space, steward, writer, monkeypatch):
+    monkeypatch.setattr(feed, "STREAM_SECONDS", 1.5)
+    monkeypatch.setattr(feed, "KEEPALIVE_SECONDS", 0.4)
+    first = create_task(space=space, actor=steward.member, title="Seen before the stream")
+    seen = Event.objects.get(task_number=first.number).seq
+    create_task(space=space, actor=steward.member, title="Sent by the stream")
+    response = writer.api.client.get(f"{S}/events", HTTP_ACCEPT="text/event-stream", HTTP_LAST_EVENT_ID=str(seen),
+                                     HTTP_AUTHORIZATION=f"Bearer {writer.key}")
+    assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
+    began = time.monotonic()
+    text = b"".join(response.streaming_content).decode()
+    assert time.monotonic() - began < 5
+    blocks = [block for block in text.split("\n\n") if block]
+    sent = [block for block in blocks if block.startswith("id:")]
+    assert len(sent) == 1 and sent[0].startswith(f"id: {seen + 1}\nevent: task.created\ndata: {{")
+    assert json.loads(sent[0].split("data: ", 1)[1])["seq"] == seen + 1
+    assert any(block == ": keep-alive" for block in blocks)
+
+
+def test_a_stream_with_a_bad_last_event_id_is_a_422_before_it_starts(writer):
+    response = writer.api.client.get(f"{S}/events", HTTP_ACCEPT="text/event-stream", HTTP_LAST_EVENT_ID="abc",
+                                     HTTP_AUTHORIZATION=f"Bearer {writer.key}")
+    assert response.status_code == 422 and response.json()["error"] == "invalid_request"
