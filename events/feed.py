@@ -7,6 +7,7 @@ its ``seq`` is given as it commits (events/migrations/0002).
 """
 from __future__ import annotations
 
+import enum
 import json
 import re
 import time
@@ -30,10 +31,17 @@ CHANNEL = "spaces_events"  # NOTIFY'd with the space's id as events commit (even
 STREAM_SECONDS = 600  # a stream ends after this; the client reconnects with Last-Event-ID
 KEEPALIVE_SECONDS = 15  # a stream says something at least this often
 
+class Woken(enum.Enum):
+    """How a wait on the feed ended."""
+
+    EVENT = "event"  # the space's feed may have moved past ``after``: read it
+    TIMEOUT = "timeout"  # nothing came (the listener hears every commit, and re-checks each second)
+    STOPPING = "stopping"  # the process is stopping: answer with what there is, wait no more
+
+
 # How a front waits for a space's feed to move past ``after`` (at most ``timeout`` seconds):
-# tasks.waiting.REGISTRY.wait_for_event, the process's one listener (SPEC §15's means). False
-# when the process is stopping: the reader answers with what it has, and waits no more.
-WaitForEvent = Callable[[int, int, float], bool]
+# tasks.waiting.REGISTRY.wait_for_event, the process's one listener (SPEC §15's means).
+WaitForEvent = Callable[[int, int, float], Woken]
 
 
 TYPE = re.compile(r"[a-z][a-z_]*(\.[a-z_]+)*")
@@ -95,23 +103,21 @@ def question(params, *, after: int | None = None) -> Question:
                     wait=seconds(params, "wait"))
 
 
-def read_waiting(space_id: int, asked: Question, wait_for: WaitForEvent | None, wait: float) -> tuple[Page, bool]:
-    """``read``; when it finds nothing, wait up to ``wait`` seconds for an event and read again.
-    While it waits it holds no connection and no running slot (SPEC §17, with §15's means).
-    The page, and False when the process is stopping (nothing more to wait for here)."""
+def read_waiting(space_id: int, asked: Question, wait_for: WaitForEvent | None, wait: float) -> tuple[Page, Woken]:
+    """``read``; when it finds nothing, wait up to ``wait`` seconds for an event and read again
+    (SPEC §17, with §15's means: no connection and no running slot held while it waits). The
+    page, and how its last wait ended (EVENT when it found events, or did not wait)."""
     deadline = time.monotonic() + wait
-    after = asked.after
-    while True:
-        page = read(space_id=space_id, after=after, types=asked.types, task=asked.task, limit=asked.limit)
-        left = deadline - time.monotonic()
-        if page.events or wait_for is None or left <= 0:
-            return page, True
-        after = page.next  # from where it stood (a reader from the start waits past what is kept)
+    page = read(space_id=space_id, after=asked.after, types=asked.types, task=asked.task, limit=asked.limit)
+    while not page.events and wait_for is not None and (left := deadline - time.monotonic()) > 0:
         connection.close()
         with gate.released():
-            serving = wait_for(space_id, after, left)
-        if not serving:
-            return read(space_id=space_id, after=after, types=asked.types, task=asked.task, limit=asked.limit), False
+            woken = wait_for(space_id, page.next, left)
+        if woken is not Woken.EVENT:
+            return page, woken  # nothing came, or the server is stopping: nothing new to read
+        page = read(space_id=space_id, after=page.next, types=asked.types, task=asked.task, limit=asked.limit,
+                    since_checked=True)
+    return page, Woken.EVENT
 
 
 def answer(*, space_id: int, params, wait_for: WaitForEvent | None = None) -> dict[str, Any]:
@@ -140,20 +146,29 @@ def stream(*, space_id: int, params, last_event_id: str | None, wait_for: WaitFo
 def _stream(space_id: int, asked: Question, page: Page, wait_for: WaitForEvent) -> Iterator[str]:
     ends = time.monotonic() + STREAM_SECONDS
     yield "retry: 2000\n: following the feed\n\n"
+    sent = time.monotonic()
     while True:
         for event in page.events:
             body = json.dumps(as_answer(event), cls=DjangoJSONEncoder)
             yield f"id: {event.seq}\nevent: {event.type}\ndata: {body}\n\n"
+            sent = time.monotonic()
+        connection.close()  # a stream holds a thread, never a connection, between its reads
         left = ends - time.monotonic()
         if left <= 0:
             return
-        following = Question(page.next, asked.types, asked.task, asked.limit, 0)
-        page, serving = read_waiting(space_id, following, wait_for, min(KEEPALIVE_SECONDS, left))
-        connection.close()  # a stream holds a thread, never a connection, between its reads
-        if not serving:  # the server is stopping: the client reconnects, elsewhere, with Last-Event-ID
-            ends = 0
-        elif not page.events:
+        # A timed-out wait reads nothing: an idle stream sends no statement, only its comment.
+        pause = min(max(0.0, KEEPALIVE_SECONDS - (time.monotonic() - sent)), left)
+        woken = wait_for(space_id, page.next, pause) if pause > 0 else Woken.TIMEOUT
+        if woken is Woken.STOPPING:
+            return  # the client reconnects, elsewhere, with Last-Event-ID
+        if woken is Woken.EVENT:
+            page = read(space_id=space_id, after=page.next, types=asked.types, task=asked.task,
+                        limit=asked.limit, since_checked=True)
+        else:
+            page = Page([], page.next)
+        if not page.events and time.monotonic() - sent >= KEEPALIVE_SECONDS - 0.05:
             yield ": keep-alive\n\n"
+            sent = time.monotonic()
 
 
 def record(*, space_id: int, type: str, actor_id: int | None = None, data: dict[str, Any] | None = None) -> None:
@@ -167,11 +182,14 @@ class Page:
     next: int  # the seq to ask after next time
 
 
-def read(*, space_id: int, after: int | None, types: list[str], task: int | None, limit: int) -> Page:
+def read(*, space_id: int, after: int | None, types: list[str], task: int | None, limit: int,
+         since_checked: bool = False) -> Page:
     """The space's events after ``after`` in seq order, at most ``limit``; ``410
     events_expired`` when events after ``after`` were purged. Only committed events have a
-    seq, so none shows before its transaction committed."""
-    counter = FeedCounter.objects.filter(space_id=space_id).values_list("purged_through", flat=True).first() or 0
+    seq, so none shows before its transaction committed. ``since_checked``: ``after`` is where
+    an earlier read of this request stood, checked then (a purge takes old events only)."""
+    counter = 0 if since_checked else (
+        FeedCounter.objects.filter(space_id=space_id).values_list("purged_through", flat=True).first() or 0)
     if after is not None and after < counter:
         raise EventsExpired(f"Events up to seq {counter} were purged; the oldest kept is {counter + 1}.",
                             oldest_seq=counter + 1)

@@ -37,6 +37,7 @@ from django.db.models.functions import Now
 
 from common.refusals import RateLimited, ServiceUnavailable
 from events.feed import CHANNEL as FEED_CHANNEL
+from events.feed import Woken
 from events.models import FeedCounter
 from tasks.attempts import checkable_attempts
 from tasks.filters import ready_queue
@@ -218,16 +219,15 @@ class Registry:
                 for feed_waiter in waiters:
                     feed_waiter.woken.set()
 
-    def wait_for_event(self, space_id: int, after: int, timeout: float) -> bool:
+    def wait_for_event(self, space_id: int, after: int, timeout: float) -> Woken:
         """Block until the space's feed may have an event after ``after``, or ``timeout`` passes
         (SPEC §17 ``?wait=``, a stream's pause): one of this process's waits (``503`` past
-        them), holding no connection (the caller closed it) and no running slot. False when the
-        process is stopping: the caller waits no more."""
+        them), holding no connection (the caller closed it) and no running slot; how it ended."""
         self.ensure_listener()
         waiter = FeedWaiter(space_id, after)
         with self.lock:
             if self.closed:
-                return False
+                return Woken.STOPPING
             if WAITS_PER_PROCESS and self.admitted >= WAITS_PER_PROCESS:
                 raise ServiceUnavailable(
                     f"This server holds as many waiting requests as it may ({WAITS_PER_PROCESS}): retry "
@@ -235,8 +235,8 @@ class Registry:
             self.admitted += 1
             self.feed_waiters.setdefault(space_id, set()).add(waiter)
         try:
-            waiter.woken.wait(timeout)
-            return not self.closed
+            woken = waiter.woken.wait(timeout)
+            return Woken.STOPPING if self.closed else Woken.EVENT if woken else Woken.TIMEOUT
         finally:
             with self.lock:
                 self.admitted -= 1

@@ -221,14 +221,14 @@ def test_a_waiting_reader_holds_no_connection_while_it_waits(space, steward):
     start = feed.latest_seq(space.pk)
     held: list = []
 
-    def wait_for(space_id: int, after: int, timeout: float) -> bool:
+    def wait_for(space_id: int, after: int, timeout: float) -> feed.Woken:
         held.append(connection.connection)
         feed.record(space_id=space.pk, type="space.settings_changed", data={"woken": True})  # commits
-        return True
+        return feed.Woken.EVENT
 
     asked = feed.Question(after=start, types=[], task=None, limit=10, wait=5)
-    page, serving = feed.read_waiting(space.pk, asked, wait_for, 5)
-    assert held == [None] and [e.data for e in page.events] == [{"woken": True}] and serving
+    page, woken = feed.read_waiting(space.pk, asked, wait_for, 5)
+    assert held == [None] and [e.data for e in page.events] == [{"woken": True}] and woken is feed.Woken.EVENT
 
 
 def test_a_waiting_reader_of_a_stopping_server_answers_at_once(space):
@@ -237,13 +237,13 @@ def test_a_waiting_reader_of_a_stopping_server_answers_at_once(space):
     start = feed.latest_seq(space.pk)
     calls: list[float] = []
 
-    def stopping(space_id: int, after: int, timeout: float) -> bool:
+    def stopping(space_id: int, after: int, timeout: float) -> feed.Woken:
         calls.append(timeout)
-        return False
+        return feed.Woken.STOPPING
 
     began = time.monotonic()
-    page, serving = feed.read_waiting(space.pk, feed.Question(start, [], None, 10, 30), stopping, 30)
-    assert (page.events, serving, len(calls)) == ([], False, 1) and time.monotonic() - began < 2
+    page, woken = feed.read_waiting(space.pk, feed.Question(start, [], None, 10, 30), stopping, 30)
+    assert (page.events, woken, len(calls)) == ([], feed.Woken.STOPPING, 1) and time.monotonic() - began < 2
 
 
 def test_a_stream_sends_events_resumes_after_last_event_id_and_keeps_alive(space, steward, writer, monkeypatch):
@@ -269,3 +269,22 @@ def test_a_stream_with_a_bad_last_event_id_is_a_422_before_it_starts(writer):
     response = writer.api.client.get(f"{S}/events", HTTP_ACCEPT="text/event-stream", HTTP_LAST_EVENT_ID="abc",
                                      HTTP_AUTHORIZATION=f"Bearer {writer.key}")
     assert response.status_code == 422 and response.json()["error"] == "invalid_request"
+
+
+def test_an_idle_stream_sends_no_statement_between_its_keep_alives(space, monkeypatch):
+    """A stream whose waits time out (nothing committed) reads nothing: it only says it is alive."""
+    from django.http import QueryDict
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr(feed, "STREAM_SECONDS", 0.6)
+    monkeypatch.setattr(feed, "KEEPALIVE_SECONDS", 0.1)
+
+    def nothing_comes(space_id: int, after: int, timeout: float) -> feed.Woken:
+        time.sleep(timeout)
+        return feed.Woken.TIMEOUT
+
+    lines = feed.stream(space_id=space.pk, params=QueryDict(), last_event_id=None, wait_for=nothing_comes)
+    with CaptureQueriesContext(connection) as queries:
+        sent = list(lines)
+    assert queries.captured_queries == []
+    assert sent[0].startswith("retry:") and sent.count(": keep-alive\n\n") >= 3
