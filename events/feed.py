@@ -171,8 +171,18 @@ def _stream(space_id: int, asked: Question, page: Page, wait_for: WaitForEvent) 
             sent = time.monotonic()
 
 
+# The changes of a space itself that are events of its feed (a task's are ``task.`` and its
+# history's kind); GET /v1/reference?section=events lists them from here.
+SPACE_TYPES = (
+    "space.settings_changed", "member.added", "member.role_changed", "key.issued", "key.revoked",
+    "catalog.item_saved", "catalog.item_deleted", "catalog.imported", "hold.added", "hold.released",
+)
+
+
 def record(*, space_id: int, type: str, actor_id: int | None = None, data: dict[str, Any] | None = None) -> None:
     """One event of the space's feed, in the caller's transaction."""
+    if type not in SPACE_TYPES:
+        raise ValueError(f"{type!r} is not a feed event type (events.feed.SPACE_TYPES)")
     Event.objects.create(space_id=space_id, type=type, actor_id=actor_id, data=data or {})
 
 

@@ -288,3 +288,12 @@ def test_an_idle_stream_sends_no_statement_between_its_keep_alives(space, monkey
         sent = list(lines)
     assert queries.captured_queries == []
     assert sent[0].startswith("retry:") and sent.count(": keep-alive\n\n") >= 3
+
+
+def test_the_reference_lists_the_feeds_types_from_the_code(anonymous):
+    section = anonymous.get("/v1/reference?section=events").json()["events"]
+    assert "task.created" in section["types"] and "task.claim_lapsed" in section["types"]
+    assert set(feed.SPACE_TYPES) <= set(section["types"])
+    assert section["refusals"][0]["code"] == "events_expired"
+    with pytest.raises(ValueError):
+        feed.record(space_id=1, type="made.up")

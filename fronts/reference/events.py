@@ -1,0 +1,28 @@
+"""The ``events`` section of GET /v1/reference: the feed (SPEC §17), from the code that keeps it."""
+from __future__ import annotations
+
+from events import feed
+from fronts.reference import register_section
+from fronts.reference.tasks import default, refusal
+from tasks.models import EventKind
+
+
+@register_section("events")
+def events_section() -> dict:
+    return {
+        "summary": "Every change of a space is an event of its feed, numbered by seq in the order the changes "
+        "committed. GET …/events?after=SEQ answers {\"events\", \"next\"}: ask again with after=next to see every "
+        "event once, in order.",
+        "route": "GET /v1/spaces/{slug}/events?after=&types=a,b&task=N&limit=L&wait=S (any member)",
+        "event": {"id": "evt_…", "seq": "the space's counter", "type": "see types", "at": "time of the change",
+                  "actor": "{id, name} or null", "task": "the task's number or null", "data": "what changed"},
+        "types": [f"task.{kind}" for kind in EventKind.values] + list(feed.SPACE_TYPES),
+        "limits": {"limit": f"1-{feed.MAX_LIMIT} (default {feed.DEFAULT_LIMIT})", "wait": f"0-{feed.MAX_WAIT} s"},
+        "stream": "Accept: text/event-stream: id: seq, event: type, data: the event; resumes after Last-Event-ID; "
+                  f"a comment at least every {feed.KEEPALIVE_SECONDS} s; ends after {feed.STREAM_SECONDS // 60} "
+                  "minutes (reconnect with Last-Event-ID)",
+        "settings": {"event_retention_days": {"default": default("event_retention_days"), "range": "1-365"}},
+        "mcp": "the events tool (after, types, task, limit, wait)",
+        "cli": ["spaces events [--after SEQ] [--type T]... [--follow]"],
+        "refusals": [refusal("events_expired")],
+    }
