@@ -41,8 +41,21 @@ def test_every_page_renders(admin_client, space, steward):
                 f"/admin/spaces/member/{steward.member.pk}/change/", "/admin/spaces/apikey/", "/admin/spaces/post/",
                 "/admin/tasks/task/", f"/admin/tasks/task/{task.pk}/change/", "/admin/allocation/reservation/",
                 "/admin/allocation/occupancy/", "/admin/allocation/operation/", "/admin/allocation/slothold/",
-                f"/admin/spaces/space/{space.pk}/bind/"]:
+                f"/admin/spaces/space/{space.pk}/bind/", "/admin/events/event/", "/admin/events/event/?numbered=yes"]:
         assert admin_client.get(url).status_code == 200, url
+
+
+def test_the_feed_is_read_in_the_admin_and_changed_by_nobody(admin_client, space, steward):
+    from events.models import Event
+
+    task = create_task(space=space, actor=steward.member, title="Retry policy")
+    event = Event.objects.get(task_number=task.number)
+    listed = admin_client.get("/admin/events/event/", {"q": "task.created"}).content.decode()
+    assert "task.created" in listed and f">{event.seq}<" in listed
+    page = admin_client.get(f"/admin/events/event/{event.pk}/change/").content.decode()
+    assert "task.created" in page and "<pre>" in page and 'name="_save"' not in page
+    assert admin_client.post(f"/admin/events/event/{event.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Event.objects.filter(pk=event.pk).exists()
 
 
 def test_bind_preview_shows_fractions_decision_and_key(admin_client, space):
