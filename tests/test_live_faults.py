@@ -291,9 +291,11 @@ def test_a_request_after_the_pools_connections_were_cut_answers_within_a_second(
     _, key = member_with_key(space, "reader", "reader")
 
     def cut() -> int:
+        """Terminate the pool's connections, and wait until their backends are gone (without the
+        wait a request could still run its statement on a backend that is about to exit)."""
         with database(autocommit=True) as admin:
             return admin.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
+                "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND application_name <> %s",
                 [LISTENER_NAME]).fetchone()[0]
 
