@@ -31,6 +31,7 @@ CHANNEL = "spaces_events"  # NOTIFY'd with the space's id as events commit (even
 STREAM_SECONDS = 600  # a stream ends after this; the client reconnects with Last-Event-ID
 KEEPALIVE_SECONDS = 15  # a stream says something at least this often
 
+
 class Woken(enum.Enum):
     """How a wait on the feed ended."""
 
@@ -44,13 +45,58 @@ class Woken(enum.Enum):
 WaitForEvent = Callable[[int, int, float], Woken]
 
 
+@dataclass(frozen=True)
+class Page:
+    events: list[Event]
+    next: int  # the seq to ask after next time
+
+
+# The changes of a space itself that are events of its feed (a task's are ``task.`` and its
+# history's kind); GET /v1/reference?section=events lists them from here.
+SPACE_TYPES = (
+    "space.settings_changed", "member.added", "member.role_changed", "key.issued", "key.revoked",
+    "catalog.item_saved", "catalog.item_deleted", "catalog.imported", "hold.added", "hold.released",
+)
+
+
+def record(*, space_id: int, type: str, actor_id: int | None = None, data: dict[str, Any] | None = None) -> None:
+    """One event of the space's feed, in the caller's transaction."""
+    if type not in SPACE_TYPES:
+        raise ValueError(f"{type!r} is not a feed event type (events.feed.SPACE_TYPES)")
+    Event.objects.create(space_id=space_id, type=type, actor_id=actor_id, data=data or {})
+
+
+def read(*, space_id: int, after: int | None, types: list[str], task: int | None, limit: int,
+         since_checked: bool = False) -> Page:
+    """The space's events after ``after`` in seq order, at most ``limit``; ``410
+    events_expired`` when events after ``after`` were purged. Only committed events have a
+    seq, so none shows before its transaction committed. ``since_checked``: ``after`` is where
+    an earlier read of this request stood, checked then (a purge takes old events only)."""
+    counter = 0 if since_checked else (
+        FeedCounter.objects.filter(space_id=space_id).values_list("purged_through", flat=True).first() or 0)
+    if after is not None and after < counter:
+        raise EventsExpired(f"Events up to seq {counter} were purged; the oldest kept is {counter + 1}.",
+                            oldest_seq=counter + 1)
+    start = after if after is not None else counter
+    events = Event.objects.filter(space_id=space_id, seq__gt=start).select_related("actor")
+    if types:
+        events = events.filter(type__in=types)
+    if task is not None:
+        events = events.filter(task_number=task)
+    found = list(events.order_by("seq")[:limit])
+    return Page(found, found[-1].seq if found else start)
+
+
+# --- What a reader asks, and how it is answered --------------------------------------------
+
 TYPE = re.compile(r"[a-z][a-z_]*(\.[a-z_]+)*")
 MAX_TYPES = 50
 
 
 def whole_number(params, name: str, *, low: int, high: int) -> int | None:
     """``name`` as a whole number in [low, high], or None when absent; anything else is a 422
-    naming it (SPEC §3: ``?after=1.0``, ``?after=`` and ``?after=01`` are not numbers here)."""
+    naming it (SPEC §3: ``?after=1.0``, ``?after=`` and ``?after=01`` are not numbers here).
+    ``params``: the query parameters, or a stream's headers."""
     if name not in params:
         return None
     raw = params[name]
@@ -62,7 +108,7 @@ def whole_number(params, name: str, *, low: int, high: int) -> int | None:
 def event_types(params) -> list[str]:
     if "types" not in params:
         return []
-    types = [t for t in params["types"].split(",")]
+    types = params["types"].split(",")
     if not 0 < len(types) <= MAX_TYPES or not all(TYPE.fullmatch(t) for t in types):
         raise InvalidRequest("Bad types.", fields={"types": [
             f"A comma-separated list of 1 to {MAX_TYPES} event types, such as task.created,task.claim_lapsed."]})
@@ -133,12 +179,8 @@ def stream(*, space_id: int, params, last_event_id: str | None, wait_for: WaitFo
     type, ``data:`` the event; resumed after ``Last-Event-ID``; a comment at least every
     KEEPALIVE_SECONDS; over after STREAM_SECONDS (the client reconnects with Last-Event-ID).
     The question is checked before the first line, so a bad one is still a ``422``."""
-    resume = None
-    if last_event_id is not None:
-        if not re.fullmatch(r"0|[1-9][0-9]{0,18}", last_event_id.strip()):
-            raise InvalidRequest("Bad Last-Event-ID.", fields={"Last-Event-ID": ["The seq of the last event seen."]})
-        resume = int(last_event_id.strip())
-    asked = question(params, after=resume)
+    headers = {} if last_event_id is None else {"Last-Event-ID": last_event_id.strip()}
+    asked = question(params, after=whole_number(headers, "Last-Event-ID", low=0, high=2**63 - 1))
     first = read(space_id=space_id, after=asked.after, types=asked.types, task=asked.task, limit=asked.limit)
     return _stream(space_id, asked, first, wait_for)
 
@@ -171,50 +213,13 @@ def _stream(space_id: int, asked: Question, page: Page, wait_for: WaitForEvent) 
             sent = time.monotonic()
 
 
-# The changes of a space itself that are events of its feed (a task's are ``task.`` and its
-# history's kind); GET /v1/reference?section=events lists them from here.
-SPACE_TYPES = (
-    "space.settings_changed", "member.added", "member.role_changed", "key.issued", "key.revoked",
-    "catalog.item_saved", "catalog.item_deleted", "catalog.imported", "hold.added", "hold.released",
-)
-
-
-def record(*, space_id: int, type: str, actor_id: int | None = None, data: dict[str, Any] | None = None) -> None:
-    """One event of the space's feed, in the caller's transaction."""
-    if type not in SPACE_TYPES:
-        raise ValueError(f"{type!r} is not a feed event type (events.feed.SPACE_TYPES)")
-    Event.objects.create(space_id=space_id, type=type, actor_id=actor_id, data=data or {})
-
-
-@dataclass(frozen=True)
-class Page:
-    events: list[Event]
-    next: int  # the seq to ask after next time
-
-
-def read(*, space_id: int, after: int | None, types: list[str], task: int | None, limit: int,
-         since_checked: bool = False) -> Page:
-    """The space's events after ``after`` in seq order, at most ``limit``; ``410
-    events_expired`` when events after ``after`` were purged. Only committed events have a
-    seq, so none shows before its transaction committed. ``since_checked``: ``after`` is where
-    an earlier read of this request stood, checked then (a purge takes old events only)."""
-    counter = 0 if since_checked else (
-        FeedCounter.objects.filter(space_id=space_id).values_list("purged_through", flat=True).first() or 0)
-    if after is not None and after < counter:
-        raise EventsExpired(f"Events up to seq {counter} were purged; the oldest kept is {counter + 1}.",
-                            oldest_seq=counter + 1)
-    start = after if after is not None else counter
-    events = Event.objects.filter(space_id=space_id, seq__gt=start).select_related("actor")
-    if types:
-        events = events.filter(type__in=types)
-    if task is not None:
-        events = events.filter(task_number=task)
-    found = list(events.order_by("seq")[:limit])
-    return Page(found, found[-1].seq if found else start)
-
-
-def latest_seq(space_id: int) -> int:
-    return FeedCounter.objects.filter(space_id=space_id).values_list("last_seq", flat=True).first() or 0
+def as_answer(event: Event) -> dict[str, Any]:
+    """An event as the feed, its stream and its webhooks send it (SPEC §17)."""
+    return {
+        "id": f"evt_{event.pk}", "seq": event.seq, "type": event.type, "at": event.at,
+        "actor": None if event.actor is None else {"id": event.actor.pk, "name": event.actor.name},
+        "task": event.task_number, "data": event.data,
+    }
 
 
 def purge(*, dry_run: bool = False) -> int:
@@ -237,12 +242,3 @@ def purge(*, dry_run: bool = False) -> int:
             "FROM (SELECT space_id, max(seq) AS last FROM gone GROUP BY space_id) AS g "
             "WHERE c.space_id = g.space_id) SELECT count(*) FROM gone")
         return cursor.fetchone()[0]
-
-
-def as_answer(event: Event) -> dict[str, Any]:
-    """An event as the feed, its stream and its webhooks send it (SPEC §17)."""
-    return {
-        "id": f"evt_{event.pk}", "seq": event.seq, "type": event.type, "at": event.at,
-        "actor": None if event.actor is None else {"id": event.actor.pk, "name": event.actor.name},
-        "task": event.task_number, "data": event.data,
-    }

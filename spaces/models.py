@@ -6,6 +6,24 @@ from django.db.models import Q
 from django.utils import timezone
 
 
+# What PATCH /v1/spaces/{slug} and the admin's space form change (SPEC §3.1); the space's
+# answer shows them in this order.
+SPACE_SETTINGS = (
+    "name",
+    "task_claim_hours",
+    "claim_lease_seconds",
+    "confirmations_required",
+    "allocation_window_seconds",
+    "max_claims_per_task",
+    "max_attempts_per_cycle",
+    "requests_per_minute",
+    "similar_threshold",
+    "max_queued_exports",
+    "max_waits_per_key",
+    "event_retention_days",
+)
+
+
 class Space(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)

@@ -7,7 +7,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from spaces.catalog import MAX_ALIASES, MAX_TITLE
-from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
+from spaces.models import SPACE_SETTINGS, ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
 
 MAX_BODY = 64 * 1024  # SPEC §3: a task, post or note body is at most 64 KiB
 
@@ -103,22 +103,7 @@ class StrictCharField(serializers.CharField):
 class SpaceSerializer(serializers.ModelSerializer):
     class Meta:
         model = Space
-        fields = [
-            "slug",
-            "name",
-            "task_claim_hours",
-            "claim_lease_seconds",
-            "confirmations_required",
-            "allocation_window_seconds",
-            "max_claims_per_task",
-            "max_attempts_per_cycle",
-            "requests_per_minute",
-            "similar_threshold",
-            "max_queued_exports",
-            "max_waits_per_key",
-            "event_retention_days",
-            "created_at",
-        ]
+        fields = ["slug", *SPACE_SETTINGS, "created_at"]
         read_only_fields = ["slug", "created_at"]
 
 

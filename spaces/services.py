@@ -21,6 +21,7 @@ from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_k
 from spaces.fingerprints import request_fingerprint
 from spaces.key_lookup import valid_key
 from spaces.models import (
+    SPACE_SETTINGS,
     ApiKey,
     CatalogChange,
     CharterItem,
@@ -143,22 +144,6 @@ def revoke_key(*, key: ApiKey) -> ApiKey:
 
 
 # --- Spaces and members ----------------------------------------------------------------------
-
-
-SPACE_SETTINGS = (
-    "name",
-    "task_claim_hours",
-    "claim_lease_seconds",
-    "confirmations_required",
-    "allocation_window_seconds",
-    "max_claims_per_task",
-    "max_attempts_per_cycle",
-    "requests_per_minute",
-    "similar_threshold",
-    "max_queued_exports",
-    "max_waits_per_key",
-    "event_retention_days",
-)
 
 
 SLUG = re.compile(r"^[a-z0-9-]{1,64}$")  # SPEC §3
