@@ -15,7 +15,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable, TextIO
+from dataclasses import dataclass
+from typing import Callable, Sequence, TextIO
 
 from django.core.management.base import CommandError
 from django.db import connection
@@ -61,32 +62,48 @@ class StopRequested:
         return self.event.wait(seconds)
 
 
-def run_loop(one_round: Callable[[], float], *, stdout: TextIO, stderr: TextIO, give_up_after: float) -> None:
+@dataclass
+class Beside:
+    """A loop run in a thread of its own beside the command's main loop (``run_worker``'s
+    deliveries beside its exports), with the same rules; ``pause`` waits between its rounds
+    (at most a second or so: the stop is seen between two rounds); ``close`` runs once it stops."""
+
+    one_round: Callable[[], float]
+    pause: Callable[[float], None]
+    close: Callable[[], None] = lambda: None
+
+
+def run_loop(one_round: Callable[[], float], *, stdout: TextIO, stderr: TextIO, give_up_after: float,
+             beside: Sequence[Beside] = ()) -> None:
     """Run ``one_round`` again and again; it returns how long to pause before the next round.
     Never returns: exits when told to stop, raises ``CommandError`` when the database stays
-    away past ``give_up_after``."""
+    away past ``give_up_after`` (in any of the loops)."""
     stop = StopRequested()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    failures: list[BaseException] = []
+
+    def run_beside(loop: Beside) -> None:
+        try:
+            rounds(loop.one_round, loop.pause, stop, stdout=stdout, stderr=stderr, give_up_after=give_up_after)
+        except BaseException as error:  # noqa: BLE001 - handed to the main thread, which raises it
+            failures.append(error)
+            stop.event.set()
+        finally:
+            loop.close()
+            connection.close()
+
+    threads = [threading.Thread(target=run_beside, args=(loop,), name="beside", daemon=True) for loop in beside]
     try:
-        wait, away_since = FIRST_WAIT, None
-        while not stop.event.is_set():
-            try:
-                pause = one_round()
-            except DATABASE_AWAY as error:
-                connection.close()  # a connection the server dropped is no use: the next try opens a new one
-                now = time.monotonic()
-                away_since = now if away_since is None else away_since
-                if now - away_since >= give_up_after:
-                    raise CommandError(f"The database has been away for {now - away_since:.0f} s; giving up.") from error
-                stderr.write(f"The database is not reachable ({error_summary(error)}); trying again in {wait:g} s.")
-                stop.wait(wait)
-                wait = min(wait * 2, MOST_WAIT)
-                continue
-            if away_since is not None:
-                stdout.write("The database is back.")
-            wait, away_since = FIRST_WAIT, None
-            if pause > 0:
-                stop.wait(pause)
+        for thread in threads:
+            thread.start()
+        try:
+            rounds(one_round, stop.wait, stop, stdout=stdout, stderr=stderr, give_up_after=give_up_after)
+        finally:
+            stop.event.set()
+            for thread in threads:
+                thread.join()
+        if failures:
+            raise failures[0]
         name = signal.Signals(stop.signal).name
         stderr.write(f"Stopped ({name}): the round in progress was finished.")
         stdout.flush()
@@ -95,3 +112,27 @@ def run_loop(one_round: Callable[[], float], *, stdout: TextIO, stderr: TextIO, 
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def rounds(one_round: Callable[[], float], pause: Callable[[float], object], stop: StopRequested, *,
+           stdout: TextIO, stderr: TextIO, give_up_after: float) -> None:
+    """One loop's rounds until ``stop``, riding out the database's absence (module doc)."""
+    wait, away_since = FIRST_WAIT, None
+    while not stop.event.is_set():
+        try:
+            seconds = one_round()
+        except DATABASE_AWAY as error:
+            connection.close()  # a connection the server dropped is no use: the next try opens a new one
+            now = time.monotonic()
+            away_since = now if away_since is None else away_since
+            if now - away_since >= give_up_after:
+                raise CommandError(f"The database has been away for {now - away_since:.0f} s; giving up.") from error
+            stderr.write(f"The database is not reachable ({error_summary(error)}); trying again in {wait:g} s.")
+            stop.wait(wait)
+            wait = min(wait * 2, MOST_WAIT)
+            continue
+        if away_since is not None:
+            stdout.write("The database is back.")
+        wait, away_since = FIRST_WAIT, None
+        if seconds > 0 and not stop.event.is_set():
+            pause(seconds)

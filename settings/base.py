@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "allocation",
     "tasks",
     "exports",
+    "webhooks",
     "fronts",
 ]
 
@@ -177,6 +178,10 @@ SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE = int(os.environ.get("SPACES_ADMIN_LOGIN_LIM
 # Each server process keeps the bind indexes of the catalogs it binds against, the least
 # recently used evicted past this many bytes.
 SPACES_CATALOG_CACHE_BYTES = int(os.environ.get("SPACES_CATALOG_CACHE_BYTES", str(256 * 1024 * 1024)))
+# Webhooks (SPEC §17) go to https:// URLs on public addresses only; bin/run allows plain
+# http and private addresses for a first run on one machine. Production sets neither.
+SPACES_WEBHOOK_ALLOW_HTTP = env_bool("SPACES_WEBHOOK_ALLOW_HTTP", False)
+SPACES_WEBHOOK_ALLOW_PRIVATE = env_bool("SPACES_WEBHOOK_ALLOW_PRIVATE", False)
 SPACES_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("SPACES_TRUSTED_PROXIES", "").split(",") if p.strip()]
 
 LOGGING = {

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from events.feed import SPACE_TYPES
 from spaces.models import Member
-from tasks.models import TaskEvent
+from tasks.models import EventKind, TaskEvent
 from tasks.serializers import iso
 
 # What the actor did, by event kind; {names} come from the event's details.
@@ -86,3 +87,10 @@ def lines(events: list[TaskEvent]) -> list[dict[str, Any]]:
     names = member_names(events)
     return [{"at": iso(e.created_at), "kind": e.kind, "actor": actor_name(e, names), "text": sentence(e, names)}
             for e in events]
+
+
+def feed_types() -> list[str]:
+    """Every type of event a space's feed holds (SPEC §17): a task's history kinds as
+    ``task.<kind>`` (the trigger that copies history into the feed names them so), then the
+    changes of the space itself."""
+    return [f"task.{kind}" for kind in EventKind.values] + list(SPACE_TYPES)

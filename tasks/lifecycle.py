@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from allocation import services as allocation
 from allocation.conflict_keys import ConflictKey
-from spaces.models import Member
+from spaces.models import Member, Role
 from tasks import errors, similarity
 from tasks.models import (
     LIVE_STATUSES,
@@ -29,6 +29,13 @@ def notify(*, members: Iterable[Member | int], kind: str, task: Task | None, **d
     Notification.objects.bulk_create(
         [Notification(space_id=task.space_id, member_id=mid, kind=kind, task=task, details=details) for mid in member_ids]
     )
+
+
+def notify_stewards(*, space_id: int, kind: str, **details: Any) -> None:
+    """A notification, without a task, to each steward of the space."""
+    stewards = Member.objects.filter(space_id=space_id, role=Role.STEWARD).values_list("pk", flat=True)
+    Notification.objects.bulk_create(
+        [Notification(space_id=space_id, member_id=mid, kind=kind, details=details) for mid in stewards])
 
 
 def record_event(*, task: Task, kind: str, actor: Member | None, **details: Any) -> TaskEvent:

@@ -409,6 +409,7 @@ class NotificationKind(models.TextChoices):
     TASK_SUPERSEDED = "task_superseded"
     CLAIM_LAPSED = "claim_lapsed"
     TASK_UNBLOCKED = "task_unblocked"
+    WEBHOOK_DISABLED = "webhook_disabled"
 
 
 class Notification(models.Model):

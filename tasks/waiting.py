@@ -152,6 +152,7 @@ class Registry:
         self.listener: Listener | None = None
         self.listener_pid = 0
         self.feed_waiters: dict[int, set[FeedWaiter]] = {}  # by space
+        self.feed_watchers: set[threading.Event] = set()  # set on any space's event (the delivery worker)
 
     # --- what the runner calls ---------------------------------------------------------------
 
@@ -246,11 +247,25 @@ class Registry:
                     if not waiters:
                         del self.feed_waiters[space_id]
 
+    def watch_feeds(self, woken: threading.Event) -> None:
+        """Set ``woken`` whenever any space's feed is notified (the delivery worker's wake-up;
+        it reads the feeds itself, at least once a second, so a missed notice only delays)."""
+        self.ensure_listener()
+        with self.lock:
+            self.feed_watchers.add(woken)
+
+    def unwatch_feeds(self, woken: threading.Event) -> None:
+        with self.lock:
+            self.feed_watchers.discard(woken)
+
     # --- what the listener calls -------------------------------------------------------------
 
     def feed_notified(self, space_id: int, last_seq: int | None = None) -> None:
         """The space's feed has new events (up to ``last_seq``, when the re-check read it)."""
         with self.lock:
+            if last_seq is None:
+                for woken in self.feed_watchers:
+                    woken.set()
             for waiter in self.feed_waiters.get(space_id, ()):
                 if last_seq is None or waiter.after < last_seq:
                     waiter.woken.set()

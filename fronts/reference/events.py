@@ -4,7 +4,7 @@ from __future__ import annotations
 from events import feed
 from fronts.reference import register_section
 from fronts.reference.tasks import default, refusal
-from tasks.models import EventKind
+from tasks.history import feed_types
 
 
 @register_section("events")
@@ -16,7 +16,7 @@ def events_section() -> dict:
         "route": "GET /v1/spaces/{slug}/events?after=&types=a,b&task=N&limit=L&wait=S (any member)",
         "event": {"id": "evt_…", "seq": "the space's counter", "type": "see types", "at": "time of the change",
                   "actor": "{id, name} or null", "task": "the task's number or null", "data": "what changed"},
-        "types": [f"task.{kind}" for kind in EventKind.values] + list(feed.SPACE_TYPES),
+        "types": feed_types(),
         "limits": {"limit": f"1-{feed.MAX_LIMIT} (default {feed.DEFAULT_LIMIT})", "wait": f"0-{feed.MAX_WAIT} s"},
         "stream": "Accept: text/event-stream: id: seq, event: type, data: the event; resumes after Last-Event-ID; "
                   f"a comment at least every {feed.KEEPALIVE_SECONDS} s; ends after {feed.STREAM_SECONDS // 60} "

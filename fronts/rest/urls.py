@@ -2,7 +2,7 @@
 resolves its route in as few tries as it can."""
 from django.urls import path
 
-from fronts.rest import events, exports, spaces, tasks
+from fronts.rest import events, exports, spaces, tasks, webhooks
 
 urlpatterns = [
     path("spaces/<slug:slug>/bind", tasks.BindView.as_view(), name="bind"),
@@ -55,5 +55,14 @@ urlpatterns = [
     path("spaces/<slug:slug>/exports/<str:export_id>", exports.ExportDetailView.as_view(), name="export"),
     path("spaces/<slug:slug>/exports/<str:export_id>/share", exports.ExportShareView.as_view(), name="export-share"),
     path("spaces/<slug:slug>/exports/<str:export_id>/retry", exports.ExportRetryView.as_view(), name="export-retry"),
+    path("spaces/<slug:slug>/webhooks", webhooks.WebhookListView.as_view(), name="webhooks"),
+    path("spaces/<slug:slug>/webhooks/<str:webhook_id>", webhooks.WebhookDetailView.as_view(), name="webhook"),
+    path("spaces/<slug:slug>/webhooks/<str:webhook_id>/rotate-secret", webhooks.WebhookRotateView.as_view(),
+         name="webhook-rotate"),
+    path("spaces/<slug:slug>/webhooks/<str:webhook_id>/test", webhooks.WebhookTestView.as_view(), name="webhook-test"),
+    path("spaces/<slug:slug>/webhooks/<str:webhook_id>/deliveries", webhooks.DeliveryListView.as_view(),
+         name="webhook-deliveries"),
+    path("spaces/<slug:slug>/webhooks/<str:webhook_id>/deliveries/<str:delivery_id>/retry",
+         webhooks.DeliveryRetryView.as_view(), name="webhook-delivery-retry"),
     path("shares/<str:token>", exports.SharedExportView.as_view(), name="share"),
 ]

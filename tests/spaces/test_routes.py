@@ -365,6 +365,7 @@ def test_every_mutating_route_refuses_a_body_field_it_does_not_take(steward, wri
     from django.urls import URLPattern
 
     from exports.services import request_export
+    from webhooks.models import Delivery, Endpoint
     from settings.urls import API_ROUTES
     from spaces import services
     from tests.factories import create_task
@@ -374,13 +375,18 @@ def test_every_mutating_route_refuses_a_body_field_it_does_not_take(steward, wri
     post = services.create_post(space=space, author=writer.member, body="a result")
     link, _ = services.create_join_link(space=space, actor=steward.member, role="writer")
     export = request_export(space=space, actor=steward.member, api_key=None)
+    hook = Endpoint.objects.create(space=space, url="https://example.com/hook", secret="whsec_AAAA")
+    delivery = Delivery.objects.create(space=space, endpoint=hook, event_id="evt_1", type="task.created", body="{}",
+                                       state="failed", give_up_at=hook.created_at)
     values = {"slug": space.slug, "number": "1", "blocker": "2", "attempt": "1", "post_id": str(post.pk),
               "link_id": str(link.pk), "member_id": str(writer.member.pk), "prefix": writer.key.split("_")[1],
-              "work_item_id": "T1", "export_id": str(export.pk), "token": "no-such-token"}
+              "work_item_id": "T1", "export_id": str(export.pk), "token": "no-such-token",
+              "webhook_id": str(hook.pk), "delivery_id": str(delivery.pk)}
     def state() -> tuple:
         from tasks.models import TaskEvent
 
-        return (TaskEvent.objects.count(), Post.objects.filter(hidden_at=None, withheld_at=None).count(),
+        return (TaskEvent.objects.count(), list(Endpoint.objects.values_list("types", "enabled", "secret")),
+                Delivery.objects.filter(state="failed").count(), Post.objects.filter(hidden_at=None, withheld_at=None).count(),
                 JoinLink.objects.count(), CharterItem.objects.count(), ApiKey.objects.filter(revoked_at=None).count(),
                 list(Space.objects.values_list("name", "similar_threshold")))
 

@@ -1,0 +1,87 @@
+"""Webhooks sent by a real ``run_worker`` process: killed mid-delivery it loses nothing (the
+delivery goes again after its lease, with the same ``webhook-id``), and told to stop it lets
+the deliveries in flight finish."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+
+import pytest
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from tests.conftest import ApiClient, load_agent_lab
+from tests.factories import member_with_key
+from tests.live_server import ROOT, server_env
+from tests.webhooks.receiver import Receiver
+from webhooks.models import Delivery, DeliveryState, Endpoint
+
+S = "/v1/spaces/agent-lab"
+LOCAL = {"SPACES_WEBHOOK_ALLOW_HTTP": "1", "SPACES_WEBHOOK_ALLOW_PRIVATE": "1"}
+
+
+@pytest.fixture
+def steward(settings, transactional_db) -> ApiClient:
+    """A steward of agent-lab; the test's process may register endpoints on this machine."""
+    settings.SPACES_WEBHOOK_ALLOW_HTTP = settings.SPACES_WEBHOOK_ALLOW_PRIVATE = True
+    _, key = member_with_key(load_agent_lab(), "steward")
+    return ApiClient(key)
+
+
+def start_worker() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "manage.py", "run_worker", "--poll", "0.2"], cwd=ROOT,
+                            env=server_env(**LOCAL), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_delivery_loses_nothing(steward):
+    receiver = Receiver(delay=30.0)  # the first delivery hangs until the worker is killed
+    worker = start_worker()
+    try:
+        hook = steward.post(f"{S}/webhooks", {"url": receiver.url}).json()
+        numbers = [steward.post(f"{S}/tasks", {"title": f"Killed mid-delivery {n}"}).json()["id"] for n in range(3)]
+        assert len(receiver.wait_for(1, 20)) == 1, worker.stderr
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        head = Delivery.objects.filter(endpoint_id=hook["id"]).order_by("id").first()
+        assert head.state == DeliveryState.PENDING and head.attempts == 0  # sent, never recorded
+        receiver.delay = 0.0
+        Endpoint.objects.filter(pk=hook["id"]).update(lease_until=timezone.now())  # its lease has run out
+        worker = start_worker()
+        arrived = receiver.wait_for(4, 20)
+        assert len(arrived) == 4, worker.stderr
+        bodies = [Webhook(hook["secret"]).verify(r.body, r.headers) for r in arrived]
+        assert [b["task"] for b in bodies] == [numbers[0]] + numbers  # the first again, then the rest in order
+        assert arrived[0].headers["webhook-id"] == arrived[1].headers["webhook-id"]
+        assert len({r.headers["webhook-id"] for r in arrived}) == 3
+        deadline = time.monotonic() + 10
+        while Delivery.objects.filter(endpoint_id=hook["id"], state="pending").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert Delivery.objects.filter(endpoint_id=hook["id"], state="delivered").count() == 3
+    finally:
+        worker.kill()
+        worker.wait(10)
+        receiver.close()
+
+
+@pytest.mark.slow
+def test_a_stopped_worker_finishes_the_delivery_in_flight(steward):
+    receiver = Receiver(delay=2.0, answers=deque([500]))
+    worker = start_worker()
+    try:
+        hook = steward.post(f"{S}/webhooks", {"url": receiver.url}).json()
+        steward.post(f"{S}/tasks", {"title": "Answered 500 first"})
+        assert len(receiver.wait_for(1, 20)) == 1
+        worker.send_signal(signal.SIGTERM)
+        out, err = worker.communicate(timeout=30)
+        assert worker.returncode == 128 + signal.SIGTERM and "Stopped (SIGTERM)" in err
+        [pending] = Delivery.objects.filter(endpoint_id=hook["id"])
+        assert pending.attempts == 1 and pending.tries.get().status_code == 500  # recorded before it stopped
+        assert Endpoint.objects.get(pk=hook["id"]).lease_until is None
+    finally:
+        worker.kill()
+        worker.wait(10)
+        receiver.close()

@@ -1,0 +1,239 @@
+"""Sending webhooks (SPEC §17): what ``run_worker`` does beside exports.
+
+The feed is the outbox. An endpoint is served by one worker thread at a time, under a lease
+on the endpoint's row (``lease_until``, ``lease_token``), taken with SKIP LOCKED so several
+workers share the endpoints. Serving an endpoint:
+
+1. **fill**: the feed's events past the endpoint's ``cursor`` (up to the space's committed
+   ``last_seq``: every seq up to it has committed, events/migrations/0002) that its ``types``
+   match become its deliveries, and the cursor moves past them, in one transaction;
+2. **send** the endpoint's pending deliveries in ``id`` (= seq) order, one at a time, each
+   with the Standard Webhooks headers, outside any transaction;
+3. **record** each try, extending the lease, in one transaction that checks the lease is
+   still this thread's (a worker that lost it records nothing).
+
+A delivery that is not delivered waits for its next try (SCHEDULE) and the endpoint's later
+deliveries wait behind it: an endpoint receives its events in seq order. A worker killed
+mid-send leaves the delivery pending; once the lease runs out another worker sends it again,
+with the same ``webhook-id`` and body. A slow endpoint holds one thread, never the others:
+each worker keeps ``slots`` endpoints in flight, and gives an endpoint up after TURN_SECONDS
+so a busy one cannot keep the others waiting for a slot.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import F, OuterRef, Q, Subquery
+from django.utils import timezone
+from standardwebhooks.webhooks import Webhook
+
+from common.problems import DATABASE_AWAY
+from events import feed
+from events.models import Event, FeedCounter
+from tasks.lifecycle import notify_stewards
+from tasks.models import NotificationKind
+from tasks.waiting import REGISTRY
+from webhooks import addresses
+from webhooks.models import Delivery, DeliveryAttempt, DeliveryState, Endpoint
+from webhooks.services import DELIVERY_LIFETIME, as_body
+
+log = logging.getLogger("spaces.webhooks")
+
+SCHEDULE = (5, 30, 120, 600, 3600, 4 * 3600)  # seconds before the 2nd, 3rd … try; the last repeats
+LEASE = timedelta(seconds=addresses.TIMEOUT_SECONDS + 50)  # a try's timeout and the record, with room
+DISABLE_AFTER = timedelta(hours=24)  # an endpoint failing every delivery this long is disabled
+FILL_BATCH = 200  # events taken into deliveries at a time
+SEND_BATCH = 50  # pending deliveries read at a time
+TURN_SECONDS = 5.0  # an endpoint is given up after this, so the others get a slot
+DEFAULT_SLOTS = 8  # endpoints served at once by one worker
+
+
+def signature_headers(endpoint: Endpoint, event_id: str, body: str, now: datetime) -> dict[str, str]:
+    """The Standard Webhooks headers; during a rotation the old secret signs beside the new."""
+    signatures = [Webhook(endpoint.secret).sign(event_id, now, body)]
+    if endpoint.previous_secret and endpoint.previous_secret_until and endpoint.previous_secret_until > now:
+        signatures.append(Webhook(endpoint.previous_secret).sign(event_id, now, body))
+    return {"webhook-id": event_id, "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": " ".join(signatures)}
+
+
+def lease_due(limit: int) -> list[tuple[int, str]]:
+    """Lease up to ``limit`` enabled endpoints with something to do now: a head delivery due, or
+    (none waiting) events past their cursor. Each with its lease token."""
+    now = timezone.now()
+    head_at = Delivery.objects.filter(endpoint=OuterRef("pk"), state=DeliveryState.PENDING).order_by("id")
+    last_seq = FeedCounter.objects.filter(space=OuterRef("space")).values("last_seq")[:1]
+    with transaction.atomic():
+        due = list(
+            Endpoint.objects.filter(enabled=True)
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+            .annotate(head_at=Subquery(head_at.values("next_at")[:1]), last_seq=Subquery(last_seq))
+            .filter(Q(head_at__lte=now) | Q(head_at__isnull=True, cursor__lt=F("last_seq")))
+            .order_by(F("lease_until").asc(nulls_first=True), "id")
+            .select_for_update(skip_locked=True, of=("self",))
+            .values_list("id", flat=True)[:limit])
+        leased = [(endpoint_id, uuid.uuid4().hex) for endpoint_id in due]
+        for endpoint_id, token in leased:
+            Endpoint.objects.filter(pk=endpoint_id).update(lease_until=now + LEASE, lease_token=token)
+    return leased
+
+
+def fill(endpoint_id: int, token: str) -> None:
+    """The endpoint's next events of the feed, as its deliveries (see the module's doc)."""
+    with transaction.atomic():
+        endpoint = Endpoint.objects.select_for_update().filter(pk=endpoint_id, lease_token=token).first()
+        if endpoint is None:
+            return
+        last_seq = FeedCounter.objects.filter(space_id=endpoint.space_id).values_list("last_seq", flat=True).first()
+        if not last_seq or endpoint.cursor >= last_seq:
+            return
+        events = Event.objects.filter(space_id=endpoint.space_id, seq__gt=endpoint.cursor, seq__lte=last_seq)
+        if endpoint.types:
+            events = events.filter(type__in=endpoint.types)
+        found = list(events.select_related("actor").order_by("seq")[:FILL_BATCH])
+        now = timezone.now()
+        Delivery.objects.bulk_create([
+            Delivery(space_id=endpoint.space_id, endpoint=endpoint, event_id=f"evt_{event.pk}", seq=event.seq,
+                     type=event.type, body=as_body(feed.as_answer(event)), next_at=now,
+                     give_up_at=now + DELIVERY_LIFETIME)
+            for event in found])
+        endpoint.cursor = found[-1].seq if len(found) == FILL_BATCH else last_seq
+        endpoint.save(update_fields=["cursor"])
+
+
+def serve(endpoint_id: int, token: str) -> int:
+    """Fill and send the endpoint's deliveries in order while they are due, for at most
+    TURN_SECONDS; then let the endpoint go. How many were delivered."""
+    ends, delivered = time.monotonic() + TURN_SECONDS, 0
+    try:
+        while time.monotonic() < ends:
+            fill(endpoint_id, token)
+            endpoint = Endpoint.objects.filter(pk=endpoint_id, lease_token=token, enabled=True).first()
+            if endpoint is None:
+                return delivered  # disabled, deleted, or the lease went to another worker
+            batch = list(Delivery.objects.filter(endpoint_id=endpoint_id, state=DeliveryState.PENDING)
+                         .order_by("id")[:SEND_BATCH])
+            if not batch:
+                return delivered
+            for delivery in batch:
+                if delivery.next_at > timezone.now() or time.monotonic() >= ends:
+                    return delivered  # the head waits for its next try; those behind it wait too
+                now = timezone.now()
+                answer = addresses.post(endpoint.url, delivery.body.encode(),
+                                        signature_headers(endpoint, delivery.event_id, delivery.body, now))
+                state = record(endpoint, delivery, answer, token)
+                if state != DeliveryState.DELIVERED:
+                    return delivered
+                delivered += 1
+        return delivered
+    except DATABASE_AWAY as error:
+        log.warning("webhook %s: the database went away (%s); its lease runs out and it goes again", endpoint_id,
+                    error)
+        return delivered
+    finally:
+        try:
+            Endpoint.objects.filter(pk=endpoint_id, lease_token=token).update(lease_until=None, lease_token="")
+        except DATABASE_AWAY:
+            pass  # the lease runs out by itself
+        connection.close()  # each thread's own connection: not kept between turns
+
+
+def record(endpoint: Endpoint, delivery: Delivery, answer: addresses.Answer, token: str) -> str | None:
+    """One try, recorded: the delivery's new state (None when the lease was lost, and nothing
+    was written). Disables the endpoint on a ``410``, or when it has failed every delivery for
+    DISABLE_AFTER."""
+    now = timezone.now()
+    with transaction.atomic():
+        if not Endpoint.objects.filter(pk=endpoint.pk, lease_token=token).update(lease_until=now + LEASE):
+            return None
+        DeliveryAttempt.objects.create(space_id=delivery.space_id, delivery=delivery, at=now,
+                                       status_code=answer.status, latency_ms=answer.latency_ms,
+                                       answer=answer.body, error=answer.error)
+        delivery.attempts += 1
+        ok = answer.status is not None and 200 <= answer.status < 300
+        if ok:
+            delivery.state, delivery.finished_at = DeliveryState.DELIVERED, now
+            Endpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=False).update(failing_since=None)
+        elif answer.status == 410 or now >= delivery.give_up_at:
+            delivery.state, delivery.finished_at = DeliveryState.FAILED, now
+        else:
+            delivery.next_at = now + timedelta(seconds=SCHEDULE[min(delivery.attempts, len(SCHEDULE)) - 1])
+        delivery.save(update_fields=["attempts", "state", "finished_at", "next_at"])
+        if not ok:
+            failing_since = endpoint.failing_since or now
+            Endpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=True).update(failing_since=now)
+            if answer.status == 410:
+                disable(endpoint, "the endpoint answered 410 Gone")
+            elif now - failing_since >= DISABLE_AFTER:
+                disable(endpoint, f"every delivery failed for {DISABLE_AFTER.total_seconds() / 3600:g} h")
+    return delivery.state
+
+
+def disable(endpoint: Endpoint, reason: str) -> None:
+    """Disabled by the worker: a ``webhook.disabled`` event and a notification to each steward."""
+    Endpoint.objects.filter(pk=endpoint.pk).update(enabled=False, disabled_reason=reason)
+    details = {"webhook": endpoint.pk, "url": endpoint.url, "reason": reason}
+    feed.record(space_id=endpoint.space_id, type="webhook.disabled", data=details)
+    notify_stewards(space_id=endpoint.space_id, kind=NotificationKind.WEBHOOK_DISABLED, **details)
+
+
+class Dispatcher:
+    """One worker's deliveries: up to ``slots`` endpoints served at once, each by a thread of its
+    pool; a round leases what is due into free slots. Woken by the feed's notifications and
+    by a thread finishing; without them it looks again every POLL_SECONDS."""
+
+    POLL_SECONDS = 1.0
+
+    def __init__(self, slots: int = DEFAULT_SLOTS, *, listen: bool = True) -> None:
+        self.slots = slots
+        self.pool = ThreadPoolExecutor(slots, thread_name_prefix="webhooks")
+        self.busy: set[Future] = set()
+        self.woken = threading.Event()
+        self.delivered = 0
+        if listen:  # a drain (--once) looks once and needs no wake-up
+            REGISTRY.watch_feeds(self.woken)
+
+    def round(self) -> float:
+        """Lease what is due into the free slots; the pause before the next round."""
+        for future in [f for f in self.busy if f.done()]:
+            self.busy.discard(future)
+            try:
+                self.delivered += future.result()
+            except Exception:  # a bug in one endpoint's turn must not stop the others
+                log.exception("webhook delivery failed unexpectedly")
+        free = self.slots - len(self.busy)
+        if free > 0:
+            for endpoint_id, token in lease_due(free):
+                future = self.pool.submit(serve, endpoint_id, token)
+                future.add_done_callback(lambda _: self.woken.set())
+                self.busy.add(future)
+        return self.POLL_SECONDS
+
+    def pause(self, seconds: float) -> None:
+        self.woken.wait(min(seconds, self.POLL_SECONDS))
+        self.woken.clear()
+
+    def drain(self, seconds: float = 60.0) -> int:
+        """Rounds until nothing is due or in flight (``run_worker --once``, tests); delivered."""
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            self.round()
+            if not self.busy:
+                break
+            self.pause(0.05)
+        return self.delivered
+
+    def close(self) -> None:
+        """Let the deliveries in flight finish (each at most its timeout)."""
+        REGISTRY.unwatch_feeds(self.woken)
+        self.pool.shutdown(wait=True)
+        for future in self.busy:
+            if future.done() and future.exception() is None:
+                self.delivered += future.result()
+        self.busy.clear()
