@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from fronts.rest.urls import urlpatterns as API_ROUTES
 from fronts.board.views import board_data_view, board_duplicates_view, board_page, board_task_view
 from fronts.board.actions import board_action_view
+from fronts.board.webhooks import webhook_action_view, webhooks_page
 from fronts.home import favicon, home
 from fronts.mcp.http import MCPEndpoint
 
@@ -28,6 +29,10 @@ urlpatterns = [
     path("board/<slug:slug>/duplicates", board_duplicates_view, name="board-duplicates"),
     path("board/<slug:slug>/tasks/<int:number>", board_task_view, name="board-task"),
     path("board/<slug:slug>/tasks/<int:number>/<slug:action>", board_action_view, name="board-action"),
+    path("board/<slug:slug>/webhooks", webhooks_page, name="board-webhooks"),
+    path("board/<slug:slug>/webhooks/<int:webhook_id>/<slug:action>", webhook_action_view, name="board-webhook-action"),
+    path("board/<slug:slug>/webhooks/<int:webhook_id>/deliveries/<int:delivery_id>/retry", webhook_action_view,
+         {"action": "retry"}, name="board-webhook-delivery-retry"),
     # MCP for agents, authenticated with the member's API key like the REST routes.
     path("mcp", MCPEndpoint.as_view(), name="mcp"),
     # The schema is the same for every request of a deployment: built once per process an hour.

@@ -74,6 +74,9 @@ class Delivery(models.Model):
             models.Index(fields=["endpoint", "-id"], name="delivery_endpoint_recent"),
         ]
 
+    def __str__(self) -> str:
+        return f"delivery {self.pk} ({self.type})"
+
 
 class DeliveryAttempt(models.Model):
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)

@@ -1,0 +1,67 @@
+"""The board's webhooks page (SPEC §17): a space's endpoints and their recent deliveries,
+failed first, with a test, disable or enable, and sending a failed delivery again: the same
+commands as the API and the admin, under the admin's model permissions."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.decorators import permission_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from common.refusals import DomainError, Forbidden, NotFound
+from fronts.admin.webhooks import failed_first
+from spaces.models import Space
+from spaces.services import steward_for_admin_user
+from webhooks import services
+from webhooks.models import Delivery, Endpoint
+
+RECENT = 10  # deliveries shown per endpoint
+CHANGE_ENDPOINT, CHANGE_DELIVERY = "webhooks.change_endpoint", "webhooks.change_delivery"
+
+
+@staff_member_required
+@permission_required("webhooks.view_endpoint", raise_exception=True)
+def webhooks_page(request: HttpRequest, slug: str) -> HttpResponse:
+    space = get_object_or_404(Space, slug=slug)
+    endpoints = [(endpoint, list(failed_first(Delivery.objects.filter(endpoint=endpoint))[:RECENT]))
+                 for endpoint in Endpoint.objects.filter(space=space).order_by("id")]
+    return render(request, "board/webhooks.html", {
+        "space": space, "endpoints": endpoints, "can_change": request.user.has_perm(CHANGE_ENDPOINT),
+        "can_retry": request.user.has_perm(CHANGE_DELIVERY)})
+
+
+ENDPOINT_ACTIONS = {
+    "test": lambda endpoint, actor: services.send_test(endpoint=endpoint, actor=actor),
+    "disable": lambda endpoint, actor: services.update(endpoint=endpoint, enabled=False),
+    "enable": lambda endpoint, actor: services.update(endpoint=endpoint, enabled=True),
+}
+
+
+@require_POST
+@staff_member_required
+def webhook_action_view(request: HttpRequest, slug: str, webhook_id: int, action: str,
+                        delivery_id: int | None = None) -> HttpResponse:
+    """``…/webhooks/{id}/{test|disable|enable}`` and ``…/webhooks/{id}/deliveries/{d}/retry``:
+    the command, then back to the page with what happened."""
+    space = get_object_or_404(Space, slug=slug)
+    try:
+        needed = CHANGE_DELIVERY if delivery_id is not None else CHANGE_ENDPOINT
+        if not request.user.has_perm(needed):
+            raise Forbidden(f"Your account lacks the {needed} permission.")
+        with transaction.atomic():
+            endpoint = services.get_endpoint(space, webhook_id)
+            if delivery_id is not None:
+                services.retry(endpoint=endpoint, delivery_id=delivery_id)
+            elif action in ENDPOINT_ACTIONS:
+                actor = steward_for_admin_user(space=space, username=request.user.get_username())
+                ENDPOINT_ACTIONS[action](endpoint, actor)
+            else:
+                raise NotFound(f"No webhook action {action!r}.")
+        messages.success(request, f"{action.capitalize()}: done for webhook {webhook_id}.")
+    except DomainError as error:
+        messages.error(request, error.detail)
+    return HttpResponseRedirect(reverse("board-webhooks", args=[space.slug]))
