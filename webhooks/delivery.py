@@ -159,7 +159,9 @@ def record(endpoint: Endpoint, delivery: Delivery, answer: addresses.Answer, tok
         ok = answer.status is not None and 200 <= answer.status < 300
         if ok:
             delivery.state, delivery.finished_at = DeliveryState.DELIVERED, now
-            Endpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=False).update(failing_since=None)
+            if endpoint.failing_since is not None:  # as read at the start of this batch
+                Endpoint.objects.filter(pk=endpoint.pk).update(failing_since=None)
+                endpoint.failing_since = None
         elif answer.status == 410 or now >= delivery.give_up_at:
             delivery.state, delivery.finished_at = DeliveryState.FAILED, now
         else:
@@ -167,7 +169,8 @@ def record(endpoint: Endpoint, delivery: Delivery, answer: addresses.Answer, tok
         delivery.save(update_fields=["attempts", "state", "finished_at", "next_at"])
         if not ok:
             failing_since = endpoint.failing_since or now
-            Endpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=True).update(failing_since=now)
+            if endpoint.failing_since is None:
+                Endpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=True).update(failing_since=now)
             if answer.status == 410:
                 disable(endpoint, "the endpoint answered 410 Gone")
             elif now - failing_since >= DISABLE_AFTER:

@@ -10,6 +10,7 @@ import time
 from collections import deque
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
@@ -84,4 +85,31 @@ def test_a_stopped_worker_finishes_the_delivery_in_flight(steward):
     finally:
         worker.kill()
         worker.wait(10)
+        receiver.close()
+
+
+@pytest.mark.slow
+def test_deliveries_outlive_the_workers_database_connections(steward):
+    """The database dropped every connection of the worker (a restart, ``pg_terminate_backend``)
+    while deliveries were due: it comes back, and every event arrives, none under two ids."""
+    receiver = Receiver()
+    worker = start_worker()
+    try:
+        hook = steward.post(f"{S}/webhooks", {"url": receiver.url}).json()
+        steward.post(f"{S}/tasks", {"title": "Before the connections went"})
+        assert len(receiver.wait_for(1, 20)) == 1, worker.stderr
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        numbers = [steward.post(f"{S}/tasks", {"title": f"After the connections went {n}"}).json()["id"]
+                   for n in range(3)]
+        arrived = receiver.wait_for(4, 30)
+        assert len(arrived) >= 4 and worker.poll() is None
+        bodies = [Webhook(hook["secret"]).verify(r.body, r.headers) for r in arrived]
+        assert [b["task"] for b in bodies][-3:] == numbers
+        by_id = {r.headers["webhook-id"]: b["seq"] for r, b in zip(arrived, bodies)}
+        assert len(set(by_id.values())) == len(by_id) == 4  # one id per event, whatever went twice
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=30)
         receiver.close()
