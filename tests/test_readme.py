@@ -45,6 +45,7 @@ def test_the_walkthrough_runs_as_written_on_two_starts_in_a_row():
             assert output.lower().count("idempotent-replayed: true") == 1  # the retry was replayed
             assert '"state":"accepted"' in output.replace(" ", "")  # the check went through
             assert "working on task" in output and "is waiting" in output  # spaces work delivered
+            assert '"type":"task.created"' in output and "Tell the receiver" in output  # the webhook arrived
             assert "not valid" not in output and '"status":5' not in output.replace(" ", "")
     finally:
         cleanup_run(name)
