@@ -79,6 +79,11 @@ class Answer:
     body: str
     error: str = ""
 
+    @property
+    def ok(self) -> bool:
+        """Delivered: a 2xx."""
+        return self.status is not None and 200 <= self.status < 300
+
 
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float = TIMEOUT_SECONDS) -> Answer:
     """POST ``body`` to ``url``; never raises for what the endpoint or the network does."""

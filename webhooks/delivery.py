@@ -9,8 +9,9 @@ workers share the endpoints. Serving an endpoint:
    match become its deliveries, and the cursor moves past them, in one transaction;
 2. **send** the endpoint's pending deliveries in ``id`` (= seq) order, one at a time, each
    with the Standard Webhooks headers, outside any transaction;
-3. **record** each try, extending the lease, in one transaction that checks the lease is
-   still this thread's (a worker that lost it records nothing).
+3. **record** the tries, a batch at a time (at least every RECORD_EVERY seconds, and after
+   any try that was not delivered), extending the lease, in one transaction that checks the
+   lease is still this thread's (a worker that lost it records nothing).
 
 A delivery that is not delivered waits for its next try (SCHEDULE) and the endpoint's later
 deliveries wait behind it: an endpoint receives its events in seq order. A worker killed
@@ -51,6 +52,9 @@ DISABLE_AFTER = timedelta(hours=24)  # an endpoint failing every delivery this l
 FILL_BATCH = 200  # events taken into deliveries at a time
 SEND_BATCH = 50  # pending deliveries read at a time
 TURN_SECONDS = 5.0  # an endpoint is given up after this, so the others get a slot
+# Tries are recorded a batch at a time, at least this often: one transaction for many tries
+# (a worker killed before it records sends them again, with the same webhook-ids).
+RECORD_EVERY = 0.25
 DEFAULT_SLOTS = 8  # endpoints served at once by one worker
 
 
@@ -121,16 +125,12 @@ def serve(endpoint_id: int, token: str) -> int:
                          .order_by("id")[:SEND_BATCH])
             if not batch:
                 return delivered
-            for delivery in batch:
-                if delivery.next_at > timezone.now() or time.monotonic() >= ends:
-                    return delivered  # the head waits for its next try; those behind it wait too
-                now = timezone.now()
-                answer = addresses.post(endpoint.url, delivery.body.encode(),
-                                        signature_headers(endpoint, delivery.event_id, delivery.body, now))
-                state = record(endpoint, delivery, answer, token)
-                if state != DeliveryState.DELIVERED:
-                    return delivered
-                delivered += 1
+            tried, go_on = send_in_order(endpoint, batch, ends)
+            if tried and not record(endpoint, tried, token):
+                return delivered  # the lease was lost: the next holder sends them again
+            delivered += sum(1 for _, answer in tried if answer.ok)
+            if not go_on:
+                return delivered
         return delivered
     except DATABASE_AWAY as error:
         log.warning("webhook %s: the database went away (%s); its lease runs out and it goes again", endpoint_id,
@@ -144,38 +144,66 @@ def serve(endpoint_id: int, token: str) -> int:
         connection.close()  # each thread's own connection: not kept between turns
 
 
-def record(endpoint: Endpoint, delivery: Delivery, answer: addresses.Answer, token: str) -> str | None:
-    """One try, recorded: the delivery's new state (None when the lease was lost, and nothing
-    was written). Disables the endpoint on a ``410``, or when it has failed every delivery for
-    DISABLE_AFTER."""
+def send_in_order(endpoint: Endpoint, batch: list[Delivery], ends: float,
+                  ) -> tuple[list[tuple[Delivery, addresses.Answer]], bool]:
+    """Send the batch in order until one is not delivered, one is not due yet, the turn ends or
+    RECORD_EVERY passed; what was tried, and whether the turn may go on."""
+    tried: list[tuple[Delivery, addresses.Answer]] = []
+    record_by = time.monotonic() + RECORD_EVERY
+    for delivery in batch:
+        if delivery.next_at > timezone.now() or time.monotonic() >= ends:
+            return tried, False  # the head waits for its next try; those behind it wait too
+        now = timezone.now()
+        answer = addresses.post(endpoint.url, delivery.body.encode(),
+                                signature_headers(endpoint, delivery.event_id, delivery.body, now))
+        tried.append((delivery, answer))
+        if not answer.ok:
+            return tried, False
+        if time.monotonic() >= record_by:
+            break
+    return tried, True
+
+
+def record(endpoint: Endpoint, tried: list[tuple[Delivery, addresses.Answer]], token: str) -> bool:
+    """The tries of one batch, recorded in one transaction (all delivered but perhaps the last):
+    False when the lease was lost, and nothing was written. A failed try schedules the next;
+    a ``410``, or failing every delivery for DISABLE_AFTER, disables the endpoint."""
     now = timezone.now()
     with transaction.atomic():
         if not Endpoint.objects.filter(pk=endpoint.pk, lease_token=token).update(lease_until=now + LEASE):
-            return None
-        DeliveryAttempt.objects.create(space_id=delivery.space_id, delivery=delivery, at=now,
-                                       status_code=answer.status, latency_ms=answer.latency_ms,
-                                       answer=answer.body, error=answer.error)
-        delivery.attempts += 1
-        ok = answer.status is not None and 200 <= answer.status < 300
-        if ok:
-            delivery.state, delivery.finished_at = DeliveryState.DELIVERED, now
+            return False
+        DeliveryAttempt.objects.bulk_create([
+            DeliveryAttempt(space_id=d.space_id, delivery=d, at=now, status_code=a.status, latency_ms=a.latency_ms,
+                            answer=a.body, error=a.error) for d, a in tried])
+        delivered = [d.pk for d, a in tried if a.ok]
+        if delivered:
+            Delivery.objects.filter(pk__in=delivered).update(state=DeliveryState.DELIVERED, finished_at=now,
+                                                             attempts=F("attempts") + 1)
             if endpoint.failing_since is not None:  # as read at the start of this batch
                 Endpoint.objects.filter(pk=endpoint.pk).update(failing_since=None)
                 endpoint.failing_since = None
-        elif answer.status == 410 or now >= delivery.give_up_at:
-            delivery.state, delivery.finished_at = DeliveryState.FAILED, now
-        else:
-            delivery.next_at = now + timedelta(seconds=SCHEDULE[min(delivery.attempts, len(SCHEDULE)) - 1])
-        delivery.save(update_fields=["attempts", "state", "finished_at", "next_at"])
-        if not ok:
-            failing_since = endpoint.failing_since or now
-            if endpoint.failing_since is None:
-                Endpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=True).update(failing_since=now)
-            if answer.status == 410:
-                disable(endpoint, "the endpoint answered 410 Gone")
-            elif now - failing_since >= DISABLE_AFTER:
-                disable(endpoint, f"every delivery failed for {DISABLE_AFTER.total_seconds() / 3600:g} h")
-    return delivery.state
+        last, answer = tried[-1]
+        if not answer.ok:
+            failed(endpoint, last, answer, now)
+    return True
+
+
+def failed(endpoint: Endpoint, delivery: Delivery, answer: addresses.Answer, now: datetime) -> None:
+    """A try that was not delivered: the next one scheduled, or the delivery failed; the
+    endpoint disabled on a ``410`` or after DISABLE_AFTER of failures."""
+    delivery.attempts += 1
+    if answer.status == 410 or now >= delivery.give_up_at:
+        delivery.state, delivery.finished_at = DeliveryState.FAILED, now
+    else:
+        delivery.next_at = now + timedelta(seconds=SCHEDULE[min(delivery.attempts, len(SCHEDULE)) - 1])
+    delivery.save(update_fields=["attempts", "state", "finished_at", "next_at"])
+    failing_since = endpoint.failing_since or now
+    if endpoint.failing_since is None:
+        Endpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=True).update(failing_since=now)
+    if answer.status == 410:
+        disable(endpoint, "the endpoint answered 410 Gone")
+    elif now - failing_since >= DISABLE_AFTER:
+        disable(endpoint, f"every delivery failed for {DISABLE_AFTER.total_seconds() / 3600:g} h")
 
 
 def disable(endpoint: Endpoint, reason: str) -> None:
