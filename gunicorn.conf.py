@@ -9,7 +9,7 @@ figures: docs/deploying.md and docs/benchmarks.md (benchmarks/live_bench.py).
 """
 import os
 
-wsgi_app = "settings.wsgi:application"
+wsgi_app = "settings.wsgi:application"  # it answers /healthz and /readyz itself (docs/deploying.md)
 # The master imports the application once and forks ready workers: a worker that dies (a
 # SIGKILL, the out-of-memory killer) is replaced in about 60 ms instead of the 1.5 s an import
 # takes, so its clients' retries are answered at once (SPEC §7.1). Nothing opens a connection
