@@ -45,7 +45,7 @@ def with_secret(response: Response, endpoint: Endpoint) -> Response:
 class WebhookListView(SpaceView):
     required_roles = {"GET": STEWARD, "POST": STEWARD}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="spaces_webhooks_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
         paginator = IdCursorPagination()
         page = paginator.paginate_queryset(Endpoint.objects.filter(space=self.space), request, view=self)
@@ -107,7 +107,7 @@ class WebhookTestView(WebhookView):
 class DeliveryListView(WebhookView):
     required_roles = {"GET": STEWARD}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="spaces_webhooks_deliveries_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str, webhook_id: str) -> Response:
         deliveries = Delivery.objects.filter(endpoint=self.endpoint(webhook_id)).prefetch_related(
             Prefetch("tries", queryset=DeliveryAttempt.objects.order_by("id")))
