@@ -8,6 +8,8 @@ that run; its connections come from a pool shared by its threads. Why these coun
 figures: docs/deploying.md and docs/benchmarks.md (benchmarks/live_bench.py).
 """
 import os
+import shutil
+import tempfile
 
 wsgi_app = "settings.wsgi:application"  # it answers /healthz and /readyz itself (docs/deploying.md)
 # The master imports the application once and forks ready workers: a worker that dies (a
@@ -38,6 +40,27 @@ os.environ.setdefault("SPACES_RUNNING_PER_PROCESS", "1")
 # Waits a worker holds at most (SPEC §15 Capacity): three quarters of its threads, so the requests
 # that run always find a thread however many agents wait; a wait past it answers 503 at once.
 os.environ.setdefault("SPACES_WAITS_PER_PROCESS", str(max(1, threads * 3 // 4)))
+
+
+# Metrics (SPEC §20, operations/metrics.py): each process writes its counters to files in one
+# folder, which a scrape of any worker sums. A fresh folder for each start of the master, so
+# nothing is counted twice across restarts; a worker's files are marked dead when it exits.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="spaces-metrics-")
+    _metrics_folder_made_here = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+else:
+    _metrics_folder_made_here = None
+
+
+def child_exit(server, worker) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server) -> None:
+    if _metrics_folder_made_here:
+        shutil.rmtree(_metrics_folder_made_here, ignore_errors=True)
 
 
 def post_worker_init(worker) -> None:

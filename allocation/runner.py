@@ -43,6 +43,7 @@ from allocation.models import Operation, OperationState
 from common import gate
 from common.idempotency_keys import check_idempotency_key
 from common.refusals import DomainError
+from operations import counters
 from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
 
@@ -294,10 +295,13 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | N
         check_idempotency_key(idempotent.key)
         fingerprint = request_fingerprint(idempotent.method, idempotent.path, idempotent.body)
     waiting = Waiting(client_gone=client_gone)
+    woken_at = None
     try:
         while True:
             outcome = run_once(work, idempotent, fingerprint, waiting)
             if not waiting.requested:
+                if woken_at is not None:  # its answer came after a wake-up: how long the pickup took
+                    counters.PICKUP.observe(time.monotonic() - woken_at)
                 return outcome
             # The work found nothing and may wait (SPEC §15): its unit ended with nothing
             # written, and nothing is held while it waits, not even a connection.
@@ -306,7 +310,8 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | N
             waiting.waiter.admit(key, max(0.0, waiting.deadline - time.monotonic()))  # once: later calls pass
             connection.close()
             with gate.released():  # a waiting request takes none of its process's running slots
-                waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))
+                woken = waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))
+            woken_at = time.monotonic() if woken else None
             if waiting.client_gone is not None and waiting.client_gone():
                 raise ClientGone()  # leaving (below) hands its turn to the next waiter
             if not waiting.waiter.open():

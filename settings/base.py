@@ -60,6 +60,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every request counted, timed and logged as one JSON line (SPEC §20).
+    "operations.requests.RequestTelemetryMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app folders themselves (no collectstatic step needed), compressed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -182,6 +184,8 @@ SPACES_CATALOG_CACHE_BYTES = int(os.environ.get("SPACES_CATALOG_CACHE_BYTES", st
 # http and private addresses for a first run on one machine. Production sets neither.
 SPACES_WEBHOOK_ALLOW_HTTP = env_bool("SPACES_WEBHOOK_ALLOW_HTTP", False)
 SPACES_WEBHOOK_ALLOW_PRIVATE = env_bool("SPACES_WEBHOOK_ALLOW_PRIVATE", False)
+# GET /metrics (SPEC §20): a scraper presents this as a bearer token; unset, loopback only.
+SPACES_METRICS_TOKEN = os.environ.get("SPACES_METRICS_TOKEN", "").strip()
 SPACES_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("SPACES_TRUSTED_PROXIES", "").split(",") if p.strip()]
 
 LOGGING = {
@@ -189,12 +193,17 @@ LOGGING = {
     "disable_existing_loggers": False,
     # WARNING and up: Django's own "django" logger prints its INFO lines (the autoreloader's
     # "Watching for file changes") itself, and would print each twice through the root here.
-    "handlers": {"console": {"class": "logging.StreamHandler", "level": "WARNING"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "level": "WARNING"},
+                 # One JSON line per request (operations.requests), as it is.
+                 "requests": {"class": "logging.StreamHandler", "formatter": "message"}},
+    "formatters": {"message": {"format": "%(message)s"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     # Refusals (4xx) are answers, not incidents: log server errors only (REST and MCP alike; an
     # MCP tool answers a refusal as its result, so the SDK logs nothing for it).
     "loggers": {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "spaces.requests": {"handlers": ["requests"], "level": os.environ.get("SPACES_REQUEST_LOG_LEVEL", "INFO"),
+                            "propagate": False},
     },
 }
 

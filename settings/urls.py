@@ -9,6 +9,7 @@ from fronts.board.actions import board_action_view
 from fronts.board.webhooks import webhook_action_view, webhooks_page
 from fronts.home import favicon, home
 from fronts.mcp.http import MCPEndpoint
+from operations.metrics import metrics_view
 
 # The admin reads as this product, not as Django's.
 admin.site.site_header = "Spaces"
@@ -22,6 +23,7 @@ urlpatterns = [
     path("v1/", include(API_ROUTES)),
     path("", home, name="home"),
     path("favicon.ico", favicon, name="favicon"),
+    path("metrics", metrics_view, name="metrics"),  # SPEC §20: a token, or loopback
     path("admin/", admin.site.urls),
     # The board (SPEC §14): staff users with view_task, logged in as for the admin.
     path("board/<slug:slug>/", board_page, name="board"),

@@ -22,6 +22,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tasks import wakeups
+from operations import counters
 from tasks.lifecycle import notify, recompute_status, record_event
 from tasks.models import Claim, ClaimEnd, EventKind, NotificationKind, Task
 
@@ -64,6 +65,7 @@ def lapse_due(*, space_id: int | None = None, task: Task | None = None, now: dat
                        task_number=current.number)
                 ended += 1
             if ended:
+                counters.LAPSES.inc(ended)
                 recompute_status(current)
                 wakeups.work_ready(current.space_id)
                 lapsed += ended

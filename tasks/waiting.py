@@ -37,6 +37,7 @@ from django.db.models.functions import Now
 
 from common.refusals import RateLimited, ServiceUnavailable
 from events.feed import CHANNEL as FEED_CHANNEL
+from operations import counters
 from events.feed import Woken
 from events.models import FeedCounter
 from tasks.attempts import checkable_attempts
@@ -191,6 +192,7 @@ class Registry:
                     "after Retry-After seconds, or ask without waiting.")
             self.admitted += 1
             waiter.admitted = True
+        counters.WAITS.inc()
 
     def leave(self, waiter: Waiter) -> None:
         """The waiter is done (it claimed something, or its time is up, or its request failed)."""
@@ -198,6 +200,7 @@ class Registry:
             if waiter.admitted:
                 waiter.admitted = False
                 self.admitted -= 1
+                counters.WAITS.dec()
             space = self.spaces.get(waiter.space_id)
             if space is None or waiter not in space.waiting:
                 return
@@ -235,10 +238,12 @@ class Registry:
                     "after Retry-After seconds, or ask without waiting.")
             self.admitted += 1
             self.feed_waiters.setdefault(space_id, set()).add(waiter)
+        counters.WAITS.inc()
         try:
             woken = waiter.woken.wait(timeout)
             return Woken.STOPPING if self.closed else Woken.EVENT if woken else Woken.TIMEOUT
         finally:
+            counters.WAITS.dec()
             with self.lock:
                 self.admitted -= 1
                 waiters = self.feed_waiters.get(space_id)

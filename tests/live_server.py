@@ -39,6 +39,7 @@ def server_env(**extra: str) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="settings.base",
         DJANGO_DEBUG="1",
         PYTHONPATH=str(ROOT),
+        SPACES_REQUEST_LOG_LEVEL="WARNING",  # no line per request in the tests' output (tests/operations asks)
     )
     env.update(extra)
     return env

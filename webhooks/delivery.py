@@ -37,6 +37,7 @@ from standardwebhooks.webhooks import Webhook
 from common.problems import DATABASE_AWAY
 from events import feed
 from events.models import Event, FeedCounter
+from operations import counters
 from tasks.lifecycle import notify_stewards
 from tasks.models import NotificationKind
 from tasks.waiting import REGISTRY
@@ -185,6 +186,9 @@ def record(endpoint: Endpoint, tried: list[tuple[Delivery, addresses.Answer]], t
         last, answer = tried[-1]
         if not answer.ok:
             failed(endpoint, last, answer, now)
+    counters.DELIVERIES.labels("delivered").inc(len(delivered))
+    if not answer.ok:
+        counters.DELIVERIES.labels("failed" if last.state == DeliveryState.FAILED else "retry").inc()
     return True
 
 

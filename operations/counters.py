@@ -1,0 +1,35 @@
+"""The counters, gauges and histograms each process keeps (SPEC §20), apart from the code
+that reads them out (``operations.metrics``), so the apps that count import nothing else.
+Under gunicorn every process writes them to ``PROMETHEUS_MULTIPROC_DIR`` (gunicorn.conf.py),
+and a scrape sums them across the host."""
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+REQUESTS = Counter("spaces_requests_total", "Requests answered, by route template, method and status",
+                   ["route", "method", "status"])
+LATENCY = Histogram("spaces_request_seconds", "Time to answer a request, by route template and method",
+                    ["route", "method"], buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60))
+REFUSALS = Counter("spaces_refusals_total", "Refusals answered, by status and code", ["status", "code"])
+REPLAYS = Counter("spaces_idempotent_replays_total", "Answers replayed for a retried Idempotency-Key")
+WAITS = Gauge("spaces_waits_in_progress", "Requests waiting for work or events right now", multiprocess_mode="livesum")
+PICKUP = Histogram("spaces_pickup_seconds", "From the wake-up of a waiting next to its answer",
+                   buckets=(.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5))
+LAPSES = Counter("spaces_lapses_total", "Claims recorded as lapsed")
+DELIVERIES = Counter("spaces_webhook_deliveries_total", "Webhook tries, by outcome (delivered, retry, failed)",
+                     ["outcome"])
+POOL_IN_USE = Gauge("spaces_db_pool_connections_in_use", "Database connections of the pool in use",
+                    multiprocess_mode="livesum")
+POOL_SIZE = Gauge("spaces_db_pool_connections", "Database connections the pool holds", multiprocess_mode="livesum")
+
+
+def note_pool() -> None:
+    """The process's connection pool, as a request leaves it (when there is a pool)."""
+    from django.db import connection
+
+    pool = getattr(connection, "pool", None)
+    if pool is None:
+        return
+    stats = pool.get_stats()
+    POOL_SIZE.set(stats.get("pool_size", 0))
+    POOL_IN_USE.set(stats.get("pool_size", 0) - stats.get("pool_available", 0))
