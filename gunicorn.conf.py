@@ -63,6 +63,13 @@ def on_exit(server) -> None:
         shutil.rmtree(_metrics_folder_made_here, ignore_errors=True)
 
 
+def post_fork(server, worker) -> None:
+    """Traces (operations/tracing.py, when OTEL_* ask): each worker's own exporter thread."""
+    from operations import tracing
+
+    tracing.start()
+
+
 def post_worker_init(worker) -> None:
     """A worker told to stop (or whose master is gone) ends its agents' waits within a second:
     they answer {"task": null} and ask again, of a worker that serves; the worker then exits

@@ -13,8 +13,14 @@ def main() -> None:
     from devserver import run_env
 
     run_env.load()  # beside a running bin/run: its database, secret key and debug setting
+    from operations import tracing
+
+    tracing.instrument()  # each only when OTEL_* ask for traces
+    tracing.start()
+    command = sys.argv[1] if len(sys.argv) > 1 else "help"
     try:
-        execute_from_command_line(sys.argv)
+        with tracing.command_span(command, whole=command != "runserver"):
+            execute_from_command_line(sys.argv)
     except ImproperlyConfigured as error:
         # The configuration is the user's to fix: say what is missing in one line, not a traceback.
         hint = "" if run_env.env_file().is_file() else " (beside bin/run, start it once first: it writes them)"

@@ -16,7 +16,7 @@ from typing import Callable
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, ResolverMatch, resolve
 
-from operations import counters
+from operations import counters, tracing
 
 log = logging.getLogger("spaces.requests")
 
@@ -78,6 +78,7 @@ class RequestTelemetryMiddleware:
         if response.get("Idempotent-Replayed") == "true":
             counters.REPLAYS.inc()
         counters.note_pool()
+        tracing.annotate(request, match)
         response["X-Request-ID"] = request.request_id
         if log.isEnabledFor(logging.INFO):
             key = KEY_PREFIX.match(request.headers.get("Authorization", ""))
