@@ -3,12 +3,15 @@ delivery goes again after its lease, with the same ``webhook-id``), and told to 
 the deliveries in flight finish."""
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import deque
 
+import httpx
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -113,3 +116,46 @@ def test_deliveries_outlive_the_workers_database_connections(steward):
         worker.terminate()
         worker.communicate(timeout=30)
         receiver.close()
+
+
+@pytest.mark.slow
+def test_deliveries_due_while_the_database_restarts_arrive_when_it_is_back(settings):
+    """A database of its own, restarted while deliveries wait for their next try: the worker
+    says the database went and came back, and every event arrives once it is back."""
+    from devserver import embedded_postgres
+    from tests.live_server import gunicorn
+    from tests.test_pgbouncer import restart
+
+    name, run = "webhooks-restart", uuid.uuid4().hex[:8]  # titles of this run, should a database be left over
+    url = embedded_postgres.start(name)
+    receiver = Receiver(answers=deque([503]))
+    worker, out, err = None, "", ""
+    try:
+        env = {**LOCAL, "DATABASE_URL": url}
+        loaded = subprocess.run([sys.executable, "manage.py", "load_demo", "--migrate"], cwd=ROOT, env=server_env(**env),
+                                capture_output=True, text=True, timeout=300)
+        assert loaded.returncode == 0, loaded.stderr
+        key = loaded.stdout.strip().splitlines()[-1]
+        worker = subprocess.Popen([sys.executable, "manage.py", "run_worker", "--poll", "0.2"], cwd=ROOT,
+                                  env=server_env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with gunicorn(workers=1, **env) as base:
+            api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+            hook = api.post(f"{S}/webhooks", json={"url": receiver.url, "types": ["task.created"]}).json()
+            numbers = [api.post(f"{S}/tasks", json={"title": f"Due across a restart {run} {n}"}).json()["number"]
+                       for n in range(2)]
+            assert len(receiver.wait_for(1, 20)) == 1  # tried, answered 503: the next try in about 5 s
+            embedded_postgres.stop(name)
+            time.sleep(2)
+            restart(name)
+            arrived = receiver.wait_for(3, 40)
+        bodies = [Webhook(hook["secret"]).verify(r.body, r.headers) for r in arrived]
+        assert [b["task"] for b in bodies][-2:] == numbers and worker.poll() is None
+        assert len({r.headers["webhook-id"] for r in arrived}) == 2
+    finally:
+        if worker is not None:
+            worker.terminate()
+            out, err = worker.communicate(timeout=30)
+        embedded_postgres.stop(name)
+        shutil.rmtree(embedded_postgres.data_dir(name), ignore_errors=True)
+        receiver.close()
+    assert "The database is not reachable" in err and "The database is back." in out
