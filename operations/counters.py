@@ -4,6 +4,8 @@ Under gunicorn every process writes them to ``PROMETHEUS_MULTIPROC_DIR`` (gunico
 and a scrape sums them across the host."""
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import Counter, Gauge, Histogram
 
 REQUESTS = Counter("spaces_requests_total", "Requests answered, by route template, method and status",
@@ -23,11 +25,26 @@ POOL_IN_USE = Gauge("spaces_db_pool_connections_in_use", "Database connections o
 POOL_SIZE = Gauge("spaces_db_pool_connections", "Database connections the pool holds", multiprocess_mode="livesum")
 
 
+_children: dict[tuple, Any] = {}
+
+
+def child(metric, *labels: str):
+    """``metric.labels(*labels)``, kept: the library checks and locks on every ``labels`` call,
+    which cost more than the count itself on every request (docs/benchmarks.md)."""
+    key = (metric, labels)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = metric.labels(*labels)
+    return found
+
+
 def note_pool() -> None:
     """The process's connection pool, as a request leaves it (when there is a pool)."""
     from django.db import connection
 
-    pool = getattr(connection, "pool", None)
+    if not connection.settings_dict.get("OPTIONS", {}).get("pool"):
+        return
+    pool = connection.pool
     if pool is None:
         return
     stats = pool.get_stats()
