@@ -43,7 +43,7 @@ from allocation.models import Operation, OperationState
 from common import gate
 from common.idempotency_keys import check_idempotency_key
 from common.refusals import DomainError
-from operations import counters
+from operations import counters, tracing
 from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
 
@@ -104,6 +104,8 @@ class Waitable(Protocol):
     def leave(self) -> None: ...
 
     def open(self) -> bool: ...
+
+    def woken_by(self) -> str | None: ...
 
 
 @dataclass
@@ -312,6 +314,8 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | N
             with gate.released():  # a waiting request takes none of its process's running slots
                 woken = waiting.waiter.wait(max(0.0, waiting.deadline - time.monotonic()))
             woken_at = time.monotonic() if woken else None
+            if woken:
+                tracing.link_to(waiting.waiter.woken_by())
             if waiting.client_gone is not None and waiting.client_gone():
                 raise ClientGone()  # leaving (below) hands its turn to the next waiter
             if not waiting.waiter.open():

@@ -73,6 +73,34 @@ def annotate(request, match) -> None:
         span.set_attribute("spaces.member", member.pk)
 
 
+def wake_context() -> str:
+    """What a change that makes work ready adds to its notification: `` <traceparent>`` of the
+    current span, so the waited ``next`` it wakes links to it; "" without traces."""
+    if not ENABLED:
+        return ""
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return ""
+    return f" 00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def link_to(traceparent: str | None) -> None:
+    """Link the current span (a waited next) to the change that woke it."""
+    if not ENABLED or not traceparent:
+        return
+    from opentelemetry import trace
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    try:
+        _, trace_id, span_id, flags = traceparent.split("-")
+        context = SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(int(flags, 16)))
+    except ValueError:
+        return
+    trace.get_current_span().add_link(context, {"spaces.link": "woken by"})
+
+
 def command_span(name: str, *, whole: bool = True):
     """A span for a management command (a context manager), or a no-op; not for a server
     (``whole=False``: its requests are the spans)."""

@@ -19,6 +19,7 @@ from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode
 from allocation.runner import UnitOfWork
 from common.refusals import DomainError
+from operations import tracing
 from spaces.models import Member, Role, Space
 from tasks.errors import NotTaskCreator
 from tasks.lifecycle import check_task_live, check_task_usable, record_event
@@ -191,7 +192,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, uni
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
             "priority": task.priority, "labels": task.labels, "terms": task.title_terms, "wake": wake,
-            **unit.lock_params(),
+            "wake_context": tracing.wake_context(), **unit.lock_params(),
         })
         row = cursor.fetchone()
     if row is None:

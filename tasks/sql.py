@@ -68,7 +68,7 @@ def create_task_sql() -> str:
         f"unnest(%(terms)s::text[] || ARRAY[{LIVE_TERM!r}]) AS u(term)), "
         f"labelled AS ({insert_select(SpaceLabel, label_values)} FROM created, "
         "unnest(%(labels)s::varchar[]) AS l(label) ON CONFLICT DO NOTHING) "
-        f"SELECT id, number, CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s')} END FROM created"
+        f"SELECT id, number, CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s', '%(wake_context)s')} END FROM created"
     )
 
 

@@ -110,6 +110,12 @@ class Waiter:
         """False once this process is stopping: waits end now, answering nothing."""
         return not REGISTRY.closed
 
+    def woken_by(self) -> str | None:
+        """The trace (a traceparent) of the change whose notification last woke this space's
+        waiters, when traces are on (operations.tracing links the waited next to it)."""
+        with REGISTRY.lock:
+            return REGISTRY.wake_contexts.get(self.space_id)
+
     def covers(self, failed: set[tuple]) -> bool:
         """Would this waiter's question find nothing, given the shapes that just did?"""
         if self.shape in failed:
@@ -153,7 +159,8 @@ class Registry:
         self.listener: Listener | None = None
         self.listener_pid = 0
         self.feed_waiters: dict[int, set[FeedWaiter]] = {}  # by space
-        self.feed_watchers: set[threading.Event] = set()  # set on any space's event (the delivery worker)
+        self.feed_watchers: set[threading.Event] = set()
+        self.wake_contexts: dict[int, str] = {}  # by space: the trace of the last change that woke it  # set on any space's event (the delivery worker)
 
     # --- what the runner calls ---------------------------------------------------------------
 
@@ -279,9 +286,12 @@ class Registry:
         with self.lock:
             return list(self.feed_waiters)
 
-    def notified(self, space_id: int, shapes: set[tuple] | None = None) -> None:
-        """Work may be ready in this space (for these shapes only, when the re-check says so)."""
+    def notified(self, space_id: int, shapes: set[tuple] | None = None, context: str | None = None) -> None:
+        """Work may be ready in this space (for these shapes only, when the re-check says so);
+        ``context``: the trace of the change that made it ready, when traces are on."""
         with self.lock:
+            if context:
+                self.wake_contexts[space_id] = context
             if shapes is None:
                 self.generations[space_id] = self.generations.get(space_id, 0) + 1
             space = self.spaces.get(space_id)
@@ -432,14 +442,15 @@ class Listener(threading.Thread):
                     next_check = time.monotonic() + RECHECK_SECONDS
 
     def heard(self, channel: str, payload: str) -> None:
+        head, _, context = payload.partition(" ")  # "<space id>" or "<space id> <traceparent>"
         try:
-            space_id = int(payload)
+            space_id = int(head)
         except ValueError:
             return
         if channel == FEED_CHANNEL:
             self.registry.feed_notified(space_id)
         else:
-            self.registry.notified(space_id)
+            self.registry.notified(space_id, context=context or None)
 
     def recheck(self, conn: psycopg.Connection) -> None:
         """One statement: for each kind of waiter here, is there work for it now? And one for the

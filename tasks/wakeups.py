@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from django.db import connection
 
+from operations import tracing
+
 CHANNEL = "spaces_work"
 
 
-def notify_sql(space: str) -> str:
+def notify_sql(space: str, context: str) -> str:
     """The notification as an SQL expression, for a statement that makes work ready by
-    itself (a create): ``space`` is the SQL of the space's id."""
-    return f"pg_notify('{CHANNEL}', ({space})::text)"
+    itself (a create): ``space`` is the SQL of the space's id, ``context`` of what
+    ``tracing.wake_context`` gave (the payload is ``<space id>`` or ``<space id> <traceparent>``)."""
+    return f"pg_notify('{CHANNEL}', ({space})::text || {context})"
 
 
 def work_ready(space_id: int) -> None:
     """Work in this space may be ready for someone: wake its waiters when this commits."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {notify_sql('%s')}", [space_id])
+        cursor.execute(f"SELECT {notify_sql('%s', '%s')}", [space_id, tracing.wake_context()])

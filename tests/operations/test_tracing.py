@@ -65,3 +65,40 @@ def test_without_otel_variables_nothing_of_it_loads(space):
     member_with_key(space, "writer", "tracer")
     done = run()
     assert "LOADED False" in done.stderr, done.stderr[-2000:]
+
+
+WAIT_SCRIPT = """
+import os, sys, threading, time
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings.base")
+from operations import tracing
+tracing.instrument(); tracing.start()
+import django; django.setup()
+from django.test import Client
+from spaces.models import Space
+from spaces import services
+space = Space.objects.get(slug="agent-lab")
+key = services.issue_key(member=space.members.get(name="tracer"))[1]
+auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+answers = {}
+waiting = threading.Thread(target=lambda: answers.update(next=Client().post(
+    "/v1/spaces/agent-lab/next", '{"wait": 10}', content_type="application/json", **auth)))
+waiting.start()
+time.sleep(1.5)
+Client().post("/v1/spaces/agent-lab/tasks", '{"title": "Wake the waiting agent"}', content_type="application/json", **auth)
+waiting.join(15)
+print("NEXT", answers["next"].status_code, answers["next"].json()["task"] is not None, file=sys.stderr)
+"""
+
+
+def test_a_waited_next_links_to_the_create_that_woke_it(space):
+    from tests.factories import member_with_key
+
+    member_with_key(space, "writer", "tracer")
+    done = subprocess.run([sys.executable, "-c", WAIT_SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env=server_env(OTEL_TRACES_EXPORTER="console"))
+    assert "NEXT 200 True" in done.stderr, done.stderr[-3000:]
+    found = [s for s in spans(done.stdout) if s["kind"] == "SpanKind.SERVER"]
+    [create] = [s for s in found if s["attributes"].get("http.route", "").endswith("tasks")
+                or s["name"].endswith("tasks")]
+    [waited] = [s for s in found if s is not create]
+    assert [link["context"]["trace_id"] for link in waited["links"]] == [create["context"]["trace_id"]]
