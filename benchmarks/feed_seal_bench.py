@@ -3,7 +3,8 @@
 Eight clients each commit history rows of one task, one row a transaction, as fast as they
 can, with the feed's triggers as they ship ("full"), without the copy into the feed ("no
 feed"), with the copy but no seal ("copy only": no seq, no counter), with the seal's update of the event left out ("no update": the counter alone), and
-with the seq written to a narrow table of its own instead ("narrow"), in turn, twice.
+with the seq written to a narrow table of its own instead ("narrow"), and with the
+NOTIFY alone ("notify only": no counter, no update), in turn, twice.
 
     .venv/bin/python benchmarks/feed_seal_bench.py [--clients 8] [--rows 600]
 
@@ -25,10 +26,13 @@ from benchmarks.common import ROOT, fresh_database, psycopg_dsn  # noqa: E402
 SEAL = (ROOT / "events/migrations/0002_seal_at_commit.py").read_text().split('SEAL = """')[1].split(
     "CREATE CONSTRAINT TRIGGER")[0].replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
 UPDATE = "UPDATE events_event SET seq = next_seq WHERE id = NEW.id;"
+COUNTER = SEAL[SEAL.index("    INSERT INTO events_feedcounter"):SEAL.index("RETURNING last_seq INTO next_seq;") + 33]
 VARIANTS = {
     "full": SEAL,
     "no update": SEAL.replace(UPDATE, ""),
     "narrow": SEAL.replace(UPDATE, "INSERT INTO bench_seq VALUES (NEW.space_id, next_seq, NEW.id);"),
+    # The NOTIFY alone at commit (no counter, no update): what any notifying writer pays.
+    "notify only": SEAL.replace(UPDATE, "").replace(COUNTER, "next_seq := 0;"),
 }
 
 
