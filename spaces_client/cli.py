@@ -97,6 +97,8 @@ def readable(command: str, result: Any) -> str:
         return f"post {result['id']}"
     if command == "events":
         return "\n".join(describe_event(e) for e in result["events"]) or f"no events after {result['next']}"
+    if command == "webhooks":
+        return webhooks_readable(result)
     if command == "bind":
         scores = ", ".join(f"{s['work_item_id']} {s['jaccard']}" for s in result["scores"] if s["value"] > 0)
         return f"binds to {result['work_item_id'] or 'no slot (title fallback)'}; {scores or 'no scores'}"
@@ -104,6 +106,25 @@ def readable(command: str, result: Any) -> str:
         return "\n".join(f"{n['kind']} task {n['task']}: {json.dumps(n['details'])}" for n in result["results"]) \
             or "no notifications"
     return json.dumps(result, indent=2)
+
+
+def webhooks_readable(result: Any) -> str:
+    """``spaces webhooks …``'s answers, a line each."""
+    if result is None:
+        return "removed"
+    if "secret" in result:
+        return (f"webhook {result['id']} for {result['url']}\nsigning secret (shown this once, keep it): "
+                f"{result['secret']}")
+    if "state" in result:
+        return f"delivery {result['id']} ({result['type']}) is {result['state']}"
+    rows = result.get("results", [])
+    if rows and "url" in rows[0]:
+        return "\n".join(f"{w['id']}  {'enabled ' if w['enabled'] else 'disabled'}  {w['url']}  "
+                         f"{','.join(w['types']) or 'every type'}" for w in rows)
+    return "\n".join(
+        f"{d['id']}  {d['type']}{'' if d['seq'] is None else ' #' + str(d['seq'])}  {d['state']}  "
+        f"{d['attempts']} tries" + (f"  last: {d['tries'][-1]['status_code'] or d['tries'][-1]['error']}"
+                                    if d["tries"] else "") for d in rows) or "none"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -193,6 +214,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only this type, such as task.created (repeatable)")
     p.add_argument("--follow", action="store_true",
                    help="keep printing events as they come (Ctrl-C stops; resumes from the last seq it printed)")
+    p = sub.add_parser("webhooks", help="a steward's webhook endpoints: spaces webhooks add https://… --type task.done")
+    hooks = p.add_subparsers(dest="webhooks_action", required=True, metavar="ACTION")
+    hooks.add_parser("list", help="the space's endpoints")
+    w = hooks.add_parser("add", help="register an endpoint; prints its signing secret, shown once")
+    w.add_argument("url")
+    w.add_argument("--type", dest="types", action="append", metavar="TYPE",
+                   help="only this event type (repeatable; default every type)")
+    w.add_argument("--description", default="")
+    for action, what in (("remove", "delete an endpoint"), ("test", "send it a webhook.test event"),
+                         ("deliveries", "its deliveries, newest first, with their tries")):
+        hooks.add_parser(action, help=what).add_argument("webhook", type=int)
+    w = hooks.add_parser("retry", help="send a failed delivery again")
+    w.add_argument("webhook", type=int)
+    w.add_argument("delivery", type=int)
     return parser
 
 
@@ -236,8 +271,24 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
         "board": client.summary,
         "notifications": lambda: client.notifications(unread=args.unread),
         "events": lambda: client.events(after=args.after, types=args.types),
+        "webhooks": lambda: webhooks_call(client, args),
     }
     return actions[args.command]()
+
+
+def webhooks_call(client: SpacesClient, args: argparse.Namespace) -> Any:
+    action = args.webhooks_action
+    if action == "list":
+        return client.webhooks()
+    if action == "add":
+        return client.add_webhook(args.url, types=args.types, description=args.description)
+    if action == "remove":
+        return client.remove_webhook(args.webhook)
+    if action == "test":
+        return client.test_webhook(args.webhook)
+    if action == "deliveries":
+        return client.webhook_deliveries(args.webhook)
+    return client.retry_delivery(args.webhook, args.delivery)
 
 
 def main(argv: list[str] | None = None) -> int:

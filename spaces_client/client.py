@@ -157,6 +157,30 @@ class SpacesClient:
             yield from page["events"]
             self.last_seq = page["next"]
 
+    # --- webhooks (SPEC §17): a steward's ---------------------------------------------------
+
+    def webhooks(self) -> dict:
+        return self.request("GET", self.space("/webhooks"))
+
+    def add_webhook(self, url: str, *, types: list[str] | None = None, description: str = "") -> dict:
+        """A new endpoint; its answer holds the signing ``secret``, shown this once."""
+        body: dict[str, Any] = {"url": url, "description": description}
+        if types:
+            body["types"] = types
+        return self.request("POST", self.space("/webhooks"), body)
+
+    def remove_webhook(self, webhook_id: int) -> None:
+        self.request("DELETE", self.space(f"/webhooks/{webhook_id}"))
+
+    def test_webhook(self, webhook_id: int) -> dict:
+        return self.request("POST", self.space(f"/webhooks/{webhook_id}/test"))
+
+    def webhook_deliveries(self, webhook_id: int) -> dict:
+        return self.request("GET", self.space(f"/webhooks/{webhook_id}/deliveries"))
+
+    def retry_delivery(self, webhook_id: int, delivery_id: int) -> dict:
+        return self.request("POST", self.space(f"/webhooks/{webhook_id}/deliveries/{delivery_id}/retry"))
+
     def update_task(self, number: int, **fields: Any) -> dict:
         return self.request("PATCH", self.space(f"/tasks/{number}"), fields)
 

@@ -18,6 +18,7 @@ from allocation.services import reserve
 from tasks.models import Task
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
+from tests import live_server
 from tests.live_server import ROOT, gunicorn
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -155,3 +156,37 @@ def test_events_lists_the_feed_and_follow_prints_each_new_event_once_as_it_comes
             follower.wait(10)
         assert [(e["type"], e["task"]) for e in lines] == [("task.created", 2), ("task.created", 3)]
         assert [e["seq"] for e in lines] == [after + 1, after + 2]
+
+
+def test_a_steward_manages_webhooks_from_the_command_line():
+    """SPEC §17 from the CLI: add (the secret shown once), list, a test event delivered by the
+    worker, its deliveries, remove; a writer is refused."""
+    from tests.webhooks.receiver import Receiver
+
+    space = load_agent_lab()
+    _, steward = member_with_key(space, "steward", "lead")
+    _, writer = member_with_key(space, "writer", "agent-1")
+    receiver = Receiver()
+    local = {"SPACES_WEBHOOK_ALLOW_HTTP": "1", "SPACES_WEBHOOK_ALLOW_PRIVATE": "1"}
+    try:
+        with gunicorn(workers=1, **local) as base:
+            added = spaces_cli(base, steward, "webhooks", "add", receiver.url, "--type", "task.created")
+            assert added.returncode == 0 and "signing secret (shown this once, keep it): whsec_" in added.stdout
+            webhook = added.stdout.split()[1]
+            listed = spaces_cli(base, steward, "webhooks", "list")
+            assert listed.stdout.split() == [webhook, "enabled", receiver.url, "task.created"]
+            assert spaces_cli(base, writer, "webhooks", "list").returncode == 1  # stewards only
+            queued = spaces_cli(base, steward, "webhooks", "test", webhook)
+            assert re.fullmatch(r"delivery \d+ \(webhook.test\) is pending\n", queued.stdout), queued.stdout
+            worker = subprocess.run([sys.executable, "manage.py", "run_worker", "--once"], cwd=ROOT, timeout=60,
+                                    env=dict(os.environ, **local, DATABASE_URL=live_server.test_database_url(),
+                                             DJANGO_SETTINGS_MODULE="settings.base", DJANGO_DEBUG="1"),
+                                    capture_output=True, text=True)
+            assert "1 webhook delivery(ies) made" in worker.stdout, worker.stderr
+            deliveries = spaces_cli(base, steward, "webhooks", "deliveries", webhook)
+            assert re.fullmatch(r"\d+  webhook.test  delivered  1 tries  last: 200\n", deliveries.stdout), \
+                deliveries.stdout
+            assert spaces_cli(base, steward, "webhooks", "remove", webhook).stdout == "removed\n"
+            assert spaces_cli(base, steward, "webhooks", "list").stdout == "none\n"
+    finally:
+        receiver.close()

@@ -25,7 +25,9 @@ def events_section() -> dict:
                   "minutes (reconnect with Last-Event-ID)",
         "settings": {"event_retention_days": {"default": default("event_retention_days"), "range": "1-365"}},
         "mcp": "the events tool (after, types, task, limit, wait)",
-        "cli": ["spaces events [--after SEQ] [--type T]... [--follow]"],
+        "cli": ["spaces events [--after SEQ] [--type T]... [--follow]",
+                "spaces webhooks list | add URL [--type T]... [--description D] | test ID | deliveries ID | "
+                "retry ID DELIVERY | remove ID"],
         "refusals": [refusal("events_expired"), refusal("delivery_not_failed"), refusal("endpoint_disabled")],
         "webhooks": {
             "routes": ["POST/GET /v1/spaces/{slug}/webhooks", "GET/PATCH/DELETE …/webhooks/{id}",
