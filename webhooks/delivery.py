@@ -107,7 +107,7 @@ def fill(endpoint_id: int, token: str) -> None:
             Delivery(space_id=endpoint.space_id, endpoint=endpoint, event_id=f"evt_{event.pk}", seq=event.seq,
                      type=event.type, body=as_body(feed.as_answer(event)), next_at=now,
                      give_up_at=now + DELIVERY_LIFETIME)
-            for event in found])
+            for event in found], ignore_conflicts=True)  # once per event, whatever happens (the unique index)
         endpoint.cursor = found[-1].seq if len(found) == FILL_BATCH else last_seq
         endpoint.save(update_fields=["cursor"])
 

@@ -68,15 +68,20 @@ def get_endpoint(space: Space, endpoint_id: int | None) -> Endpoint:
 def update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     """PATCH: ``types``, ``description``, ``enabled`` (enabling clears the failure streak: its
     waiting deliveries go again, in order)."""
+    fields = []  # only these: the worker moves the cursor and the lease meanwhile
     if "types" in changes:
         endpoint.types = checked_types(changes["types"])
+        fields.append("types")
     if "description" in changes:
         endpoint.description = changes["description"]
+        fields.append("description")
     if "enabled" in changes and changes["enabled"] != endpoint.enabled:
         endpoint.enabled = changes["enabled"]
         endpoint.disabled_reason = "" if endpoint.enabled else "disabled by a steward"
         endpoint.failing_since = None
-    endpoint.save()
+        fields += ["enabled", "disabled_reason", "failing_since"]
+    if fields:
+        endpoint.save(update_fields=fields)
     if endpoint.enabled:
         wake(endpoint.space_id)
     return endpoint

@@ -285,3 +285,22 @@ def test_a_slow_endpoint_never_delays_another(steward, writer, local):
     finally:
         slow.close()
         fast.close()
+
+
+def test_a_stewards_change_never_moves_the_workers_cursor_back(steward, writer, local, receiver):
+    """The worker moves an endpoint's cursor while a steward edits it: the edit writes only what
+    it changes, so no event is taken twice and the endpoint never sticks."""
+    hook = register(steward, receiver.url)
+    stale = Endpoint.objects.get(pk=hook["id"])  # as a steward's edit read it
+    writer.api.post(f"{S}/tasks", {"title": "Taken before the edit"})
+    deliver()
+    from webhooks import services
+
+    moved = Endpoint.objects.get(pk=hook["id"]).cursor
+    assert moved > stale.cursor
+    services.update(endpoint=stale, description="edited meanwhile")
+    assert Endpoint.objects.get(pk=hook["id"]).cursor == moved
+    writer.api.post(f"{S}/tasks", {"title": "Taken after the edit"})
+    deliver()
+    assert len(receiver.wait_for(2)) == 2 and len({r.headers["webhook-id"] for r in receiver.received}) == 2
+    assert Endpoint.objects.get(pk=hook["id"]).description == "edited meanwhile"
