@@ -4,10 +4,10 @@ Endpoints are registered through the API, which shows their secret once."""
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db import transaction
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.utils.html import format_html, format_html_join
 
+from allocation.runner import in_unit
 from common.refusals import DomainError
 from spaces.services import steward_for_admin_user
 from webhooks import services
@@ -24,12 +24,12 @@ def failed_first(deliveries: QuerySet) -> QuerySet:
 
 
 def run(request, queryset, action, done: str) -> None:
-    """Each row through the API's command, in a transaction of its own; a refusal is shown."""
+    """Each row through the API's service, in a unit of work of its own (the runner's, as every
+    mutating request); a refusal is shown."""
     count = 0
     for row in queryset:
         try:
-            with transaction.atomic():
-                action(row)
+            in_unit(lambda unit: action(row))
             count += 1
         except DomainError as error:
             messages.error(request, f"{row}: {error.detail}")

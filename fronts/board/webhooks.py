@@ -6,12 +6,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from allocation.runner import in_unit
 from common.refusals import DomainError, Forbidden, NotFound
 from fronts.admin.webhooks import failed_first
 from spaces.models import Space
@@ -52,15 +52,18 @@ def webhook_action_view(request: HttpRequest, slug: str, webhook_id: int, action
         needed = CHANGE_DELIVERY if delivery_id is not None else CHANGE_ENDPOINT
         if not request.user.has_perm(needed):
             raise Forbidden(f"Your account lacks the {needed} permission.")
-        with transaction.atomic():
+        if delivery_id is None and action not in ENDPOINT_ACTIONS:
+            raise NotFound(f"No webhook action {action!r}.")
+
+        def work(unit) -> None:  # one unit of work, the runner's, as every mutating request
             endpoint = services.get_endpoint(space, webhook_id)
             if delivery_id is not None:
                 services.retry(endpoint=endpoint, delivery_id=delivery_id)
-            elif action in ENDPOINT_ACTIONS:
+            else:
                 actor = steward_for_admin_user(space=space, username=request.user.get_username())
                 ENDPOINT_ACTIONS[action](endpoint, actor)
-            else:
-                raise NotFound(f"No webhook action {action!r}.")
+
+        in_unit(work)
         messages.success(request, f"{action.capitalize()}: done for webhook {webhook_id}.")
     except DomainError as error:
         messages.error(request, error.detail)
