@@ -24,7 +24,7 @@ from functools import cache
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from allocation.idempotency import first_touch_row
-from allocation.models import Operation
+from allocation.models import Operation, OperationState
 from common.rows import instance
 from spaces.key_lookup import key_columns, key_from_row, key_row_width, key_tables, valid_key_params, valid_key_sql
 from spaces.models import ApiKey
@@ -77,16 +77,28 @@ def touch_first(
         touch.binding_generation = api_key.generation
         touch._state.adding, touch._state.db = False, db.alias
         return api_key, Touch(True, touch, True)
-    return api_key, Touch(True, None if found[0] is None else instance(Operation, found), False)
+    if found[0] is None:
+        return api_key, Touch(True, None, False)  # committed after the statement's snapshot: the runner reads it
+    operation = instance(Operation, found)
+    if operation.state != OperationState.COMPLETED:
+        # The statement read the operation in the snapshot it took when it began, and took the
+        # lock later: an attempt that settled it and let go of the lock in between is not in
+        # that read. Under the lock nothing changes it any more, so a read now is the truth.
+        operation = Operation.objects.get(pk=operation.pk)
+    return api_key, Touch(True, operation, False)
 
 
 def relock(operation: Operation) -> tuple[bool, Operation]:
     """In a new transaction of the same attempt: take the liveness lock again and read the
-    operation as it is now. ``(False, …)`` when another attempt holds the lock."""
+    operation as it is now. ``(False, …)`` when another attempt holds the lock.
+
+    Two statements, the read after the lock: a statement reads in the snapshot it took when
+    it began, so a read beside the lock could miss an attempt that settled the operation and
+    let go of the lock while the statement ran."""
     with connection.cursor() as cursor:
-        cursor.execute(relock_sql(), [operation.pk])
-        row = cursor.fetchone()
-    return row[0], instance(Operation, row[1:])
+        cursor.execute(relock_sql(), [operation.member_id, operation.key])
+        locked = cursor.fetchone()[0]
+    return locked, Operation.objects.get(pk=operation.pk)
 
 
 @cache
@@ -130,7 +142,4 @@ def touch_sql() -> str:
 
 @cache
 def relock_sql() -> str:
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in Operation._meta.concrete_fields)
-    return (f"SELECT pg_try_advisory_xact_lock({LOCK_KEY.format(member='member_id', key='key')}), {columns} "
-            f"FROM {quote(Operation._meta.db_table)} WHERE id = %s")
+    return f"SELECT pg_try_advisory_xact_lock({LOCK_KEY.format(member='%s', key='%s')})"
