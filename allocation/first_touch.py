@@ -26,7 +26,10 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from allocation.idempotency import first_touch_row
 from allocation.models import Operation, OperationState
 from common.rows import instance
-from spaces.key_lookup import key_columns, key_from_row, key_row_width, key_tables, valid_key_params, valid_key_sql
+from spaces.key_lookup import (
+    forget_prefix, key_columns, key_from_row, key_row_width, key_tables, space_of_prefix, valid_key_params,
+    valid_key_sql,
+)
 from spaces.models import ApiKey
 from spaces.services import hash_secret, noted_use, split_key
 
@@ -56,16 +59,20 @@ def touch_first(
     if parts is None:
         return None, None
     prefix, secret = parts
+    space_id = space_of_prefix(prefix)
+    if space_id is None:
+        return None, None  # no key has this prefix
     secret_hash = hash_secret(secret)
     touch = first_touch_row(space_id=None, member_id=None, binding_generation=None, idempotency_key=idempotency_key,
                             method=method, path=path, fingerprint=fingerprint)
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
     values = [f.get_db_prep_save(f.pre_save(touch, add=True), db) for f in touched_fields() if f.name not in FROM_KEY]
     with connection.cursor() as cursor:
-        cursor.execute(touch_sql(), [*valid_key_params(prefix, secret_hash), idempotency_key, fingerprint,
+        cursor.execute(touch_sql(), [*valid_key_params(space_id, prefix, secret_hash), idempotency_key, fingerprint,
                                      idempotency_key, *values, idempotency_key])
         row = cursor.fetchone()
     if row is None:
+        forget_prefix(prefix)
         return None, None
     api_key = noted_use(key_from_row(row))
     width = key_row_width()

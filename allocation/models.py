@@ -5,6 +5,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from common.space_keys import SpaceForeignKey
+
 
 class ConflictKind(models.TextChoices):
     CREATE_TASK = "create_task"
@@ -69,8 +71,8 @@ class Occupancy(models.Model):
     kind = models.CharField(max_length=32, choices=ConflictKind.choices)
     target = models.TextField()
     delivery_mode = models.CharField(max_length=32, choices=DeliveryMode.choices)
-    task = models.ForeignKey("tasks.Task", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    note = models.ForeignKey("tasks.Note", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    task = SpaceForeignKey("tasks.Task", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    note = SpaceForeignKey("tasks.Note", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -93,7 +95,7 @@ class SlotHold(models.Model):
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+",
                               db_index=False)  # hold_one_per_slot
     work_item_id = models.CharField(max_length=32)
-    held_by = models.ForeignKey("spaces.Member", null=True, on_delete=models.SET_NULL, related_name="+")
+    held_by = SpaceForeignKey("spaces.Member", null=True, on_delete=models.SET_NULL, related_name="+")
     reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -124,8 +126,8 @@ class Operation(models.Model):
     # No index of its own either: every lookup goes by (space, member, key), and with a
     # member index beside the unique one a generic plan made before any statistics picked
     # it. A member's deletion (rare) scans the operations kept (a day's, see purge).
-    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="operations",
-                               db_index=False)
+    member = SpaceForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="operations",
+                             db_index=False)
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64)
     binding_generation = models.PositiveIntegerField()
@@ -191,8 +193,8 @@ class OperationObservation(models.Model):
     overwrite the operation themselves; ``allocation.settlement.observe`` decides."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    operation = models.ForeignKey(Operation, on_delete=models.CASCADE, related_name="observations",
-                                  db_index=False)  # observation_operation_time
+    operation = SpaceForeignKey(Operation, on_delete=models.CASCADE, related_name="observations",
+                                db_index=False)  # observation_operation_time
     kind = models.CharField(max_length=16, choices=ObservationKind.choices)
     # The tuple and fencing token the report carries, as committed by the server for its attempt.
     key = models.CharField(max_length=255)

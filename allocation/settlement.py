@@ -134,7 +134,7 @@ def settle_and_record(current: Operation, changes: dict[str, Any], report: Repor
     now = timezone.now()
     op_field, body_field = Operation._meta.get_field, OperationObservation._meta.get_field("response_body")
     params = [op_field(name).get_db_prep_save(value, db) for name, value in changes.items()]
-    params += [now, current.pk, current.key, current.fingerprint, current.binding_generation, current.revision]
+    params += [now, current.space_id, current.pk, current.key, current.fingerprint, current.binding_generation, current.revision]
     observation = {
         "space_id": current.space_id, "operation_id": current.pk, "kind": report.kind, "key": report.key,
         "fingerprint": report.fingerprint, "binding_generation": report.binding_generation,
@@ -163,7 +163,7 @@ def settle_sql(changed: tuple[str, ...]) -> str:
     return (
         f"WITH settled AS (UPDATE {quote(op_meta.db_table)} SET {assignments}, "
         "revision = revision + 1, updated_at = %s "
-        "WHERE id = %s AND key = %s AND fingerprint = %s AND binding_generation = %s AND revision = %s RETURNING id) "
+        "WHERE space_id = %s AND id = %s AND key = %s AND fingerprint = %s AND binding_generation = %s AND revision = %s RETURNING id) "
         f"INSERT INTO {quote(obs_meta.db_table)} ({', '.join(quote(c) for c in OBSERVATION_COLUMNS)}) "
         f"SELECT {', '.join(['%s'] * len(OBSERVATION_COLUMNS))} FROM settled RETURNING id"
     )

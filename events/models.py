@@ -7,6 +7,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from common.space_keys import SpaceForeignKey
+
 
 class Event(models.Model):
     """One event of a space's feed. ``seq`` is NULL until the writing transaction commits: a
@@ -18,8 +20,8 @@ class Event(models.Model):
     seq = models.BigIntegerField(null=True, blank=True)
     type = models.CharField(max_length=64)
     task_number = models.PositiveBigIntegerField(null=True, blank=True)
-    actor = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                              db_index=False)
+    actor = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                            db_index=False)
     data = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField(default=timezone.now)
 

@@ -10,19 +10,20 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from common.space_keys import SpaceForeignKey
+
 
 class Export(models.Model):
     """A steward's export of a space (SPEC §7.3), settled through its own operation."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    requested_by = models.ForeignKey("spaces.Member", null=True, on_delete=models.SET_NULL, related_name="+")
-    operation = models.OneToOneField("allocation.Operation", on_delete=models.PROTECT, related_name="export")
+    requested_by = SpaceForeignKey("spaces.Member", null=True, on_delete=models.SET_NULL, related_name="+")
+    operation = SpaceForeignKey("allocation.Operation", on_delete=models.PROTECT, related_name="exports")
     # The tuple the export was reserved with; a share opens only for a completion under it.
     reserved_fingerprint = models.CharField(max_length=64)
     reserved_generation = models.PositiveIntegerField()
     # The share link (SPEC §7.3): only a hash of its token is kept, with its expiry. The token
-    # is a global lookup (a share has no space in its URL): under sharding by space it would be
-    # served by a small global table of hashes, as API key prefixes would.
+    # is a global lookup (a share has no space in its URL): ``ShareToken`` finds its space.
     share_token_hash = models.CharField(max_length=64, null=True, blank=True)
     share_expires_at = models.DateTimeField(null=True, blank=True)
     # Attempts (lease epochs) spent before a steward's last retry: they count no more.
@@ -32,9 +33,23 @@ class Export(models.Model):
     class Meta:
         db_table = "tasks_export"  # made by the tasks app, which held exports before
         constraints = [
-            models.UniqueConstraint(fields=["share_token_hash"], name="export_unique_share_token_hash",
+            models.UniqueConstraint(fields=["space", "operation"], name="export_one_per_operation"),
+            models.UniqueConstraint(fields=["space", "share_token_hash"], name="export_unique_share_token_hash",
                                     condition=Q(share_token_hash__isnull=False)),
         ]
+
+
+class ShareToken(models.Model):
+    """The global lookup of a share token's hash (SPEC §11): the space and export it opens, so the
+    export's own read goes to that space. Written and dropped with the export's share; a
+    reference table under Citus. Holds the token's uniqueness across all spaces."""
+
+    token_hash = models.CharField(max_length=64, primary_key=True)
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
+    export_id = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["export_id"], name="sharetoken_by_export")]
 
 
 class ExportResult(models.Model):
@@ -43,7 +58,7 @@ class ExportResult(models.Model):
     attempt that counts."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    export = models.ForeignKey(Export, on_delete=models.CASCADE, related_name="results")
+    export = SpaceForeignKey(Export, on_delete=models.CASCADE, related_name="results")
     lease_epoch = models.PositiveIntegerField()
     data = models.JSONField(encoder=DjangoJSONEncoder)  # timestamps as ISO 8601
     created_at = models.DateTimeField(default=timezone.now)
@@ -62,7 +77,7 @@ class ExportChunk(models.Model):
     any server process, on any machine, can stream any export."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
-    export = models.ForeignKey(Export, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    export = SpaceForeignKey(Export, on_delete=models.CASCADE, related_name="chunks", db_index=False)
     lease_epoch = models.PositiveIntegerField()
     seq = models.PositiveIntegerField()
     section = models.CharField(max_length=16)

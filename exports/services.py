@@ -40,7 +40,7 @@ from common.refusals import NotFound
 from spaces.models import ApiKey, Member, Space
 from spaces.services import hash_secret
 from exports import errors
-from exports.models import Export, ExportChunk, ExportResult
+from exports.models import Export, ExportChunk, ExportResult, ShareToken
 from tasks.models import Attempt, Check, Claim, Note, Task, TaskEvent
 
 logger = logging.getLogger("spaces.exports")
@@ -343,7 +343,9 @@ def share_export(*, export: Export, expires_in_hours: int = DEFAULT_SHARE_HOURS)
             raise errors.ExportNotCompleted(f"Export {export.pk} is {operation.state}; share it once it completes.",
                                             state=operation.state)
         token = secrets.token_urlsafe(24)
+        ShareToken.objects.filter(export_id=export.pk).delete()
         export.share_token_hash = hash_secret(token)
+        ShareToken.objects.create(token_hash=export.share_token_hash, space_id=export.space_id, export_id=export.pk)
         export.share_expires_at = timezone.now() + timedelta(hours=expires_in_hours)
         export.save(update_fields=["share_token_hash", "share_expires_at"])
         return token
@@ -351,14 +353,17 @@ def share_export(*, export: Export, expires_in_hours: int = DEFAULT_SHARE_HOURS)
 
 def unshare_export(*, export: Export) -> bool:
     """Revoke the export's share link; False when it had none."""
-    return Export.objects.filter(pk=export.pk, share_token_hash__isnull=False).update(
-        share_token_hash=None, share_expires_at=None) == 1
+    with transaction.atomic():
+        ShareToken.objects.filter(export_id=export.pk).delete()
+        return Export.objects.filter(space_id=export.space_id, pk=export.pk, share_token_hash__isnull=False).update(
+            share_token_hash=None, share_expires_at=None) == 1
 
 
 def shared_export(*, token: str) -> Iterator[bytes]:
     """The shared document, streamed (``stream_document``); 404 unless the token opens a share now."""
-    export = (Export.objects.select_related("operation").filter(share_token_hash=hash_secret(token)).first()
-              if token else None)
+    share = ShareToken.objects.filter(token_hash=hash_secret(token)).first() if token else None
+    export = None if share is None else Export.objects.select_related("operation").filter(
+        space_id=share.space_id, pk=share.export_id, share_token_hash=share.token_hash).first()
     if export is None or not shared_now(export):
         raise NotFound("No export is shared under this token (it may have expired or been revoked).")
     return stream_document(export, export.operation.response_body["result_epoch"])

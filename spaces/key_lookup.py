@@ -1,5 +1,10 @@
 """The one read every authenticated request makes: an API key with its member and space.
 
+The key's read names its space (SPEC §11: it goes to one shard under sharding by space), found
+by the key's public prefix in the global lookup ``KeyPrefix``. A prefix never changes space,
+so each process keeps what it read (for speed only: a key read that finds nothing forgets the
+prefix's space, and the next request reads it again).
+
 It runs on every request, so its SQL is built once from the models' metadata instead of
 being compiled by the ORM each time (the compilation cost more than the query), and the
 unchanging text lets psycopg keep it as a prepared statement.
@@ -15,7 +20,7 @@ from django.utils import timezone as django_timezone
 
 from common.rows import instance
 from common.sql import Placeholder, condition_sql
-from spaces.models import ApiKey, Member, Space
+from spaces.models import ApiKey, KeyPrefix, Member, Space
 
 JOINED = ((ApiKey, "k"), (Member, "m"), (Space, "s"))
 
@@ -39,6 +44,7 @@ def key_tables(keys: str | None = None) -> str:
     )
 
 
+SPACE = Placeholder("space", -1)
 PREFIX = Placeholder("prefix", "\x00prefix")
 KEY_HASH = Placeholder("key_hash", "\x00hash")
 NOW = Placeholder("now", datetime(1901, 1, 1, tzinfo=timezone.utc))
@@ -46,16 +52,38 @@ NOW = Placeholder("now", datetime(1901, 1, 1, tzinfo=timezone.utc))
 
 @cache
 def valid_key_sql() -> tuple[str, list[str]]:
-    """A valid key (SPEC §2), over the key table as ``k``: this prefix, this secret's hash, and
-    live (``ApiKey.live``), compiled by the ORM; and the order of its parameters' names
-    (``prefix``, ``key_hash``, ``now``). Every statement that authenticates uses it."""
-    valid = Q(prefix=PREFIX.example, key_hash=KEY_HASH.example) & ApiKey.live(NOW.example)
-    return condition_sql(ApiKey, valid, "k", PREFIX, KEY_HASH, NOW)
+    """A valid key (SPEC §2), over the key table as ``k``: in the prefix's space, this prefix,
+    this secret's hash, and live (``ApiKey.live``), compiled by the ORM; and the order of its
+    parameters' names (``space``, ``prefix``, ``key_hash``, ``now``). Every statement that
+    authenticates uses it."""
+    valid = Q(space_id=SPACE.example, prefix=PREFIX.example, key_hash=KEY_HASH.example) & ApiKey.live(NOW.example)
+    return condition_sql(ApiKey, valid, "k", SPACE, PREFIX, KEY_HASH, NOW)
 
 
-def valid_key_params(prefix: str, key_hash: str) -> list:
-    values = {"prefix": prefix, "key_hash": key_hash, "now": django_timezone.now()}
+def valid_key_params(space_id: int, prefix: str, key_hash: str) -> list:
+    values = {"space": space_id, "prefix": prefix, "key_hash": key_hash, "now": django_timezone.now()}
     return [values[name] for name in valid_key_sql()[1]]
+
+
+SPACES_OF_PREFIXES: dict[str, int] = {}  # this process's reads of KeyPrefix
+MAX_PREFIXES_KEPT = 10_000
+
+
+def space_of_prefix(prefix: str) -> int | None:
+    """The space of the key with this prefix (None: no such key), from this process's reads."""
+    space = SPACES_OF_PREFIXES.get(prefix)
+    if space is None:
+        space = KeyPrefix.objects.filter(prefix=prefix).values_list("space_id", flat=True).first()
+        if space is not None:
+            if len(SPACES_OF_PREFIXES) >= MAX_PREFIXES_KEPT:
+                SPACES_OF_PREFIXES.clear()
+            SPACES_OF_PREFIXES[prefix] = space
+    return space
+
+
+def forget_prefix(prefix: str) -> None:
+    """A key read with this prefix found nothing: its space is read again next time."""
+    SPACES_OF_PREFIXES.pop(prefix, None)
 
 
 @cache
@@ -71,10 +99,16 @@ def key_row_width() -> int:
 def valid_key(prefix: str, key_hash: str) -> ApiKey | None:
     """The valid key with this prefix and secret hash, its ``member`` and ``space`` loaded; None
     when there is none (unknown, wrong secret, revoked or expired)."""
+    space_id = space_of_prefix(prefix)
+    if space_id is None:
+        return None  # no key has this prefix
     with connection.cursor() as cursor:
-        cursor.execute(lookup_sql(), valid_key_params(prefix, key_hash))
+        cursor.execute(lookup_sql(), valid_key_params(space_id, prefix, key_hash))
         row = cursor.fetchone()
-    return None if row is None else key_from_row(row)
+    if row is None:
+        forget_prefix(prefix)
+        return None
+    return key_from_row(row)
 
 
 def key_from_row(row: tuple) -> ApiKey:

@@ -5,6 +5,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from common.space_keys import SpaceForeignKey
+
 
 # What PATCH /v1/spaces/{slug} and the admin's space form change (SPEC §3.1); the space's
 # answer shows them in this order.
@@ -120,9 +122,9 @@ class Member(models.Model):
 class ApiKey(models.Model):
     # No index of its own: apikey_unique_prefix_per_space leads with space.
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="api_keys", db_index=False)
-    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="api_keys")
-    # The prefix is the public half used to find the row before the space is known, so it
-    # is unique on its own (random, 12 characters); the secret half is stored only hashed.
+    member = SpaceForeignKey(Member, on_delete=models.CASCADE, related_name="api_keys")
+    # The prefix is the public half used to find the row before the space is known: unique on
+    # its own in ``KeyPrefix``, the global lookup; the secret half is stored only hashed.
     prefix = models.CharField(max_length=16)
     key_hash = models.CharField(max_length=64)
     # SPEC §2: increases when the key is rotated or its member's role changes (§7.1 binds
@@ -135,7 +137,6 @@ class ApiKey(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["prefix"], name="apikey_unique_prefix"),
             models.UniqueConstraint(fields=["space", "prefix"], name="apikey_unique_prefix_per_space"),
         ]
 
@@ -149,6 +150,15 @@ class ApiKey(models.Model):
         return Q(revoked_at=None) & (Q(expires_at=None) | Q(expires_at__gt=now))
 
 
+class KeyPrefix(models.Model):
+    """The global lookup of an API key's prefix (SPEC §11): which space its key is in, so the key's
+    own read goes to that space (one shard under sharding by space). Written with the key, never
+    changed; a reference table under Citus. Holds the prefix's uniqueness across all spaces."""
+
+    prefix = models.CharField(max_length=16, primary_key=True)
+    space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="+")
+
+
 class JoinLink(models.Model):
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="join_links")
     token_hash = models.CharField(max_length=64, db_index=True)
@@ -156,7 +166,7 @@ class JoinLink(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     max_uses = models.PositiveIntegerField(null=True, blank=True)
     uses = models.PositiveIntegerField(default=0)
-    created_by = models.ForeignKey(Member, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = SpaceForeignKey(Member, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -176,10 +186,10 @@ class JoinRedemption(models.Model):
     """
 
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="+", db_index=False)
-    link = models.ForeignKey(JoinLink, on_delete=models.CASCADE, related_name="redemptions")
+    link = SpaceForeignKey(JoinLink, on_delete=models.CASCADE, related_name="redemptions")
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64)
-    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="+")
+    member = SpaceForeignKey(Member, on_delete=models.CASCADE, related_name="+")
     answered_key_prefix = models.CharField(max_length=32)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -227,13 +237,13 @@ class CatalogChange(models.Model):
 
 class Post(models.Model):
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="posts")
-    author = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="posts")
+    author = SpaceForeignKey(Member, on_delete=models.PROTECT, related_name="posts")
     title = models.CharField(max_length=500, blank=True)
     body = models.TextField()
     created_at = models.DateTimeField(default=timezone.now)
     hidden_at = models.DateTimeField(null=True, blank=True)
     withheld_at = models.DateTimeField(null=True, blank=True)
-    withheld_by = models.ForeignKey(Member, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    withheld_by = SpaceForeignKey(Member, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         indexes = [models.Index(fields=["space", "id"], name="post_space_id")]

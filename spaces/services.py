@@ -27,6 +27,7 @@ from spaces.models import (
     CharterItem,
     JoinLink,
     JoinRedemption,
+    KeyPrefix,
     Member,
     Post,
     Role,
@@ -86,6 +87,7 @@ def issue_key(*, member: Member, expires_at: datetime | None = None,
             prefix = "".join(secrets.choice(KEY_PREFIX_ALPHABET) for _ in range(KEY_PREFIX_LENGTH))
             try:
                 with transaction.atomic():
+                    KeyPrefix.objects.create(prefix=prefix, space_id=member.space_id)  # unique across spaces
                     key = ApiKey.objects.create(
                         space_id=member.space_id,
                         member=member,
@@ -118,11 +120,11 @@ def noted_use(key: ApiKey) -> ApiKey:
     if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
         # Compare-and-set so concurrent requests write it once.
         # SKIP LOCKED: a request never waits for another one's open transaction to note the use.
-        stale = ApiKey.objects.filter(pk=key.pk).filter(
+        stale = ApiKey.objects.filter(space_id=key.space_id, pk=key.pk).filter(
             Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION))
         with transaction.atomic():
-            ApiKey.objects.filter(pk__in=stale.select_for_update(skip_locked=True).values("pk")).update(
-                last_used_at=now)
+            ApiKey.objects.filter(space_id=key.space_id, pk__in=stale.select_for_update(skip_locked=True).values("pk")
+                                  ).update(last_used_at=now)
     return key
 
 

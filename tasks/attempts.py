@@ -7,7 +7,7 @@ under the lock, so no two concurrent requests can both pass them.
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Exists, F, Max, OuterRef, QuerySet
+from django.db.models import Exists, F, Max, OuterRef, Prefetch, QuerySet
 from django.utils import timezone
 
 from common.refusals import NotFound
@@ -43,12 +43,13 @@ def cycle_is_contested(task: Task, doer: Member) -> bool:
     """SPEC §6.3, zero-confirmation spaces: an attempt is accepted at once unless, in this
     cycle, another key holds the task live, gave it back, a reject came first, or an
     earlier attempt is still waiting for its confirmation."""
-    others = Claim.objects.filter(task=task, cycle=task.cycle).exclude(member=doer)
+    others = Claim.objects.filter(space_id=task.space_id, task=task, cycle=task.cycle).exclude(member=doer)
     return (
         others.filter(ended_at=None).exists()
         or others.filter(end_reason=ClaimEnd.GAVE_BACK).exists()
-        or Check.objects.filter(task=task, cycle=task.cycle, verdict=Verdict.REJECT).exists()
-        or Attempt.objects.filter(task=task, cycle=task.cycle, state=AttemptState.WAITING).exists()
+        or Check.objects.filter(space_id=task.space_id, task=task, cycle=task.cycle, verdict=Verdict.REJECT).exists()
+        or Attempt.objects.filter(space_id=task.space_id, task=task, cycle=task.cycle,
+                                  state=AttemptState.WAITING).exists()
     )
 
 
@@ -72,13 +73,14 @@ def mark_done(*, task: Task, member: Member, post_id: object) -> tuple[Task, Att
         check_task_live(task)
         space = task.space
         post = find_citable_post(space, post_id)
-        if Attempt.objects.filter(task=task, post=post, state=AttemptState.REJECTED).exists():
+        of_task = {"space_id": task.space_id, "task": task}  # every read names the space (SPEC §11)
+        if Attempt.objects.filter(**of_task, post=post, state=AttemptState.REJECTED).exists():
             raise errors.PostRejectedForTask(f"Post {post.pk} was rejected as task {task.number}'s result before.")
-        if Check.objects.filter(task=task, cycle=task.cycle, member=member).exists():
+        if Check.objects.filter(**of_task, cycle=task.cycle, member=member).exists():
             raise errors.CheckerCannotAttempt(
                 f"You checked an attempt on task {task.number} in cycle {task.cycle}; a key is doer or checker, not both."
             )
-        this_cycle = Attempt.objects.filter(task=task, cycle=task.cycle)
+        this_cycle = Attempt.objects.filter(**of_task, cycle=task.cycle)
         if this_cycle.filter(member=member).exists():
             raise errors.AttemptExists(f"You already made an attempt on task {task.number} in cycle {task.cycle}.")
         if this_cycle.count() >= space.max_attempts_per_cycle:
@@ -88,7 +90,7 @@ def mark_done(*, task: Task, member: Member, post_id: object) -> tuple[Task, Att
             )
         contested = space.confirmations_required == 0 and cycle_is_contested(task, member)
         first_of_cycle = not this_cycle.exists()
-        number = (Attempt.objects.filter(task=task).aggregate(n=Max("number"))["n"] or 0) + 1
+        number = (Attempt.objects.filter(**of_task).aggregate(n=Max("number"))["n"] or 0) + 1
         attempt = Attempt.objects.create(
             space_id=task.space_id, task=task, number=number, cycle=task.cycle, member=member, post=post
         )
@@ -106,7 +108,9 @@ def mark_done(*, task: Task, member: Member, post_id: object) -> tuple[Task, Att
             accept(task=task, attempt=attempt, actor=member)
         else:
             recompute_status(task)
-        attempt.refresh_from_db()
+        attempt = Attempt.objects.prefetch_related(Prefetch("checks", Check.objects.filter(space_id=task.space_id))
+                                                   ).get(space_id=task.space_id, pk=attempt.pk)
+        attempt.member = member
         return task, attempt
 
 

@@ -268,15 +268,16 @@ def heartbeat(*, task: Task, member: Member) -> Claim:
         task = get_task(space=task.space, number=task.number, lock=True)  # lapses what is due first
         # The clock is read after the lock: a heartbeat that waited for it past the expiry is late.
         now = timezone.now()
-        claim = task.claims.filter(Claim.live(now), member=member).first()
+        claim = task.claims.filter(Claim.live(now), space_id=task.space_id, member=member).first()
         if claim is not None:
             claim.expires_at, claim.last_heartbeat_at = claim_expiry(task.space, now), now
-            claim.save(update_fields=["expires_at", "last_heartbeat_at"])
+            Claim.objects.filter(space_id=claim.space_id, pk=claim.pk).update(
+                expires_at=claim.expires_at, last_heartbeat_at=now)
             claim.member = member
             return claim
         # What lapsed while this waited for the lock is recorded now, by the same rule (one query).
         lapse_due(task=task, now=now, locked=True)
-        last = task.claims.filter(member=member).order_by("-pk").first()
+        last = task.claims.filter(space_id=task.space_id, member=member).order_by("-pk").first()
     # Refused outside the block, so the lapse recorded on the way stays recorded.
     if last is not None and last.end_reason == ClaimEnd.LAPSED:
         raise errors.ClaimLapsed(

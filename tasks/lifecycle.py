@@ -52,7 +52,7 @@ def count_done(task: Task) -> None:
 
 def live_claims(task: Task):
     """The task's claims live now (SPEC §15: one past its expiry is ended, recorded or not)."""
-    return task.claims.filter(Claim.live(timezone.now()))
+    return task.claims.filter(Claim.live(timezone.now()), space_id=task.space_id)
 
 
 def recompute_status(task: Task) -> str:
@@ -62,7 +62,7 @@ def recompute_status(task: Task) -> str:
     """
     if task.status not in LIVE_STATUSES:
         return task.status
-    if task.attempts.filter(cycle=task.cycle, state=AttemptState.WAITING).exists():
+    if task.attempts.filter(space_id=task.space_id, cycle=task.cycle, state=AttemptState.WAITING).exists():
         status = TaskStatus.IN_REVIEW
     else:
         origins = set(live_claims(task).values_list("origin", flat=True))
@@ -75,7 +75,7 @@ def recompute_status(task: Task) -> str:
     if status != task.status:
         task.status = status
         task.updated_at = timezone.now()
-        task.save(update_fields=["status", "updated_at"])
+        Task.objects.filter(space_id=task.space_id, pk=task.pk).update(status=status, updated_at=task.updated_at)
     return status
 
 

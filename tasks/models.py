@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from common.space_keys import SpaceForeignKey
 from tasks.search import task_vector
 
 from allocation.models import (
@@ -61,12 +62,12 @@ class Task(models.Model):
     conflict_target = models.TextField()
     status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.OPEN)
     cycle = models.PositiveIntegerField(default=1)
-    creator = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    creator = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     received_seq = models.BigIntegerField()
     payload_sha256 = models.CharField(max_length=64)
-    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    superseded_by = SpaceForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     # Who closed the task (superseded, withdrawn, rejected), when and why; the history has the full story.
-    closed_by = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    closed_by = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     closed_at = models.DateTimeField(null=True, blank=True)
     close_reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -124,8 +125,8 @@ class Dependency(models.Model):
     blocked exactly when a row names it."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
-    blocker = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    task = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    blocker = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -148,16 +149,16 @@ class TitleTerm(models.Model):
     pk = models.CompositePrimaryKey("space", "term", "task")
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
     term = models.TextField()
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    task = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
 
 
 class DistinctPair(models.Model):
     """Two tasks a steward said are not duplicates (SPEC §16): the pair is not shown again."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
-    first = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
-    second = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
-    marked_by = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    first = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    second = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    marked_by = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -223,9 +224,9 @@ class TaskEvent(models.Model):
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+",
                               db_index=False)  # taskevent_space_id
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events", db_index=False)  # taskevent_task_id
+    task = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="events", db_index=False)  # taskevent_task_id
     kind = models.CharField(max_length=16, choices=EventKind.choices)
-    actor = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -245,8 +246,8 @@ class Note(models.Model):
     """A review note on a task; its conflict key makes a repeat a 409 (SPEC §4.8)."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="notes")
-    author = models.ForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="+")
+    task = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="notes")
+    author = SpaceForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="+")
     criterion = models.IntegerField(null=True, blank=True)
     body = models.TextField()
     target = models.TextField()
@@ -277,8 +278,8 @@ class Claim(models.Model):
     """A member holding a task for a while (SPEC §6.1)."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="claims", db_index=False)  # claim_task_cycle
-    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="claims")
+    task = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="claims", db_index=False)  # claim_task_cycle
+    member = SpaceForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="claims")
     cycle = models.PositiveIntegerField()
     origin = models.CharField(max_length=16, choices=ClaimOrigin.choices)
     created_at = models.DateTimeField(default=timezone.now)
@@ -352,11 +353,11 @@ class Attempt(models.Model):
     """A numbered delivery on a task: a member cites a post as the result (SPEC §6.2)."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="attempts")
+    task = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="attempts")
     number = models.PositiveIntegerField()
     cycle = models.PositiveIntegerField()
-    member = models.ForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="attempts")
-    post = models.ForeignKey("spaces.Post", on_delete=models.PROTECT, related_name="attempts")
+    member = SpaceForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="attempts")
+    post = SpaceForeignKey("spaces.Post", on_delete=models.PROTECT, related_name="attempts")
     state = models.CharField(max_length=16, choices=AttemptState.choices, default=AttemptState.WAITING)
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -383,9 +384,9 @@ class Check(models.Model):
     """A member's confirm or reject of one attempt, counted for the attempt's cycle (SPEC §6.3)."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="checks")
-    attempt = models.ForeignKey(Attempt, on_delete=models.CASCADE, related_name="checks")
-    member = models.ForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="checks")
+    task = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="checks")
+    attempt = SpaceForeignKey(Attempt, on_delete=models.CASCADE, related_name="checks")
+    member = SpaceForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="checks")
     cycle = models.PositiveIntegerField()
     verdict = models.CharField(max_length=8, choices=Verdict.choices)
     reason = models.TextField(blank=True)
@@ -414,9 +415,9 @@ class NotificationKind(models.TextChoices):
 
 class Notification(models.Model):
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
-    member = models.ForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="notifications")
+    member = SpaceForeignKey("spaces.Member", on_delete=models.CASCADE, related_name="notifications")
     kind = models.CharField(max_length=32, choices=NotificationKind.choices)
-    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    task = SpaceForeignKey(Task, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     read_at = models.DateTimeField(null=True, blank=True)
@@ -432,10 +433,10 @@ class WaitSlot(models.Model):
     wait's own end and a margin), when the next wait of the key takes them over."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
-    api_key = models.ForeignKey("spaces.ApiKey", on_delete=models.CASCADE, related_name="+", db_index=False)
+    api_key = SpaceForeignKey("spaces.ApiKey", on_delete=models.CASCADE, related_name="+", db_index=False)
     slot = models.PositiveSmallIntegerField()
     token = models.CharField(max_length=32)  # the wait's own: only it gives the slot back
     held_until = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["api_key", "slot"], name="waitslot_one_per_key_slot")]
+        constraints = [models.UniqueConstraint(fields=["space", "api_key", "slot"], name="waitslot_one_per_key_slot")]

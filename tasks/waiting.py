@@ -104,7 +104,7 @@ class Waiter:
         if self.slot is not None:
             key_id, token = self.slot
             self.slot = None
-            WaitSlot.objects.filter(api_key_id=key_id, token=token).delete()
+            WaitSlot.objects.filter(space_id=self.space_id, api_key_id=key_id, token=token).delete()
 
     def open(self) -> bool:
         """False once this process is stopping: waits end now, answering nothing."""
@@ -505,7 +505,7 @@ def take_wait_slot(*, space_id: int, key_id: int, limit: int, hold_seconds: floa
                                             "seconds": hold_seconds})
             if cursor.fetchone() is not None:
                 return token
-            cursor.execute(HELD_WAIT_SLOTS, {"key": key_id, "limit": limit})
+            cursor.execute(HELD_WAIT_SLOTS, {"space": space_id, "key": key_id, "limit": limit})
             if cursor.fetchone()[0] >= limit:
                 return None
     return None
@@ -517,12 +517,12 @@ _slots = WaitSlot._meta.db_table
 TAKE_WAIT_SLOT = f"""
 WITH free AS (
     SELECT s FROM generate_series(1, %(limit)s) AS s
-    WHERE NOT EXISTS (SELECT 1 FROM {_slots} w WHERE w.api_key_id = %(key)s AND w.slot = s AND w.held_until > now())
+    WHERE NOT EXISTS (SELECT 1 FROM {_slots} w WHERE w.space_id = %(space)s AND w.api_key_id = %(key)s AND w.slot = s AND w.held_until > now())
     ORDER BY s LIMIT 1)
 INSERT INTO {_slots} (space_id, api_key_id, slot, token, held_until)
 SELECT %(space)s, %(key)s, s, %(token)s, now() + make_interval(secs => %(seconds)s) FROM free
-ON CONFLICT (api_key_id, slot) DO UPDATE SET token = EXCLUDED.token, held_until = EXCLUDED.held_until
+ON CONFLICT (space_id, api_key_id, slot) DO UPDATE SET token = EXCLUDED.token, held_until = EXCLUDED.held_until
     WHERE {_slots}.held_until <= now()
 RETURNING slot"""
 HELD_WAIT_SLOTS = f"""
-SELECT count(*) FROM {_slots} WHERE api_key_id = %(key)s AND slot <= %(limit)s AND held_until > now()"""
+SELECT count(*) FROM {_slots} WHERE space_id = %(space)s AND api_key_id = %(key)s AND slot <= %(limit)s AND held_until > now()"""

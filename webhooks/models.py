@@ -12,6 +12,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
+from common.space_keys import SpaceForeignKey
+
 
 class Endpoint(models.Model):
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
@@ -29,8 +31,8 @@ class Endpoint(models.Model):
     # The worker serving the endpoint holds it until then (a worker killed mid-delivery lets go by expiry).
     lease_until = models.DateTimeField(null=True, blank=True)
     lease_token = models.CharField(max_length=32, blank=True, default="")  # whose lease: a late one records nothing
-    created_by = models.ForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+", db_index=False)
+    created_by = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+", db_index=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -52,7 +54,7 @@ class Delivery(models.Model):
     order the worker wrote them, which is seq order), one at a time."""
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
+    endpoint = SpaceForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     event_id = models.CharField(max_length=64)
     seq = models.BigIntegerField(null=True, blank=True)  # null for a test
     type = models.CharField(max_length=64)
@@ -65,7 +67,7 @@ class Delivery(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["endpoint", "seq"], name="delivery_once_per_event",
+        constraints = [models.UniqueConstraint(fields=["space", "endpoint", "seq"], name="delivery_once_per_event",
                                                condition=models.Q(seq__isnull=False))]
         indexes = [
             # An endpoint's queue, head first.
@@ -80,7 +82,7 @@ class Delivery(models.Model):
 
 class DeliveryAttempt(models.Model):
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
-    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
+    delivery = SpaceForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
     at = models.DateTimeField(default=timezone.now)
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)  # null: no answer (see error)
     latency_ms = models.PositiveIntegerField(default=0)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
@@ -22,7 +23,7 @@ from spaces.models import Space
 from tasks import graph, history, lapses, selectors
 from tasks.filters import blocked, checked_filter, ready_condition
 from tasks.status import HELD, shown_as, shown_in, with_shown_status
-from tasks.models import Attempt, Claim, ClaimEnd, Task, TaskEvent, TaskStatus
+from tasks.models import Attempt, Check, Claim, ClaimEnd, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
 from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, done_per_hour, space_summary
 
@@ -101,8 +102,12 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
             "task_id", "expires_at"):
         lapsed[task_id] = max(expired, lapsed.get(task_id, expired))
     attempts: dict[int, dict[str, Any]] = {}
-    latest = (Attempt.objects.filter(task_id__in=ids).order_by("task_id", "-number")
-              .annotate(confirms=Count("checks", filter=Q(checks__verdict="confirm"))))
+    # Counted in a subquery: grouping by the attempt's id would not say which row it is, as the
+    # primary key is (id, space_id) (docs/architecture.md, A schema ready to shard).
+    confirmed = (Check.objects.filter(space_id=space.pk, attempt=OuterRef("pk"), verdict="confirm")
+                 .values("attempt").annotate(n=Count("pk")).values("n")[:1])
+    latest = (Attempt.objects.filter(space_id=space.pk, task_id__in=ids).order_by("task_id", "-number")
+              .annotate(confirms=Coalesce(Subquery(confirmed), 0)))
     for attempt in latest.values("task_id", "number", "state", "created_at", "decided_at", "confirms"):
         attempts.setdefault(attempt["task_id"], attempt)  # the latest attempt of each task
     out = {}

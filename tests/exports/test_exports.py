@@ -121,7 +121,7 @@ def test_a_worker_killed_mid_export_is_retried_and_its_late_report_quarantined()
     finally:
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
-    dead = Operation.objects.get(export__pk=export_id)
+    dead = Operation.objects.get(exports__pk=export_id)
     assert dead.state == "in_progress" and dead.lease_epoch == 1
     assert ExportChunk.objects.filter(export_id=export_id, lease_epoch=1).count() >= 5  # it was mid-way
     time.sleep(1.2)  # the dead worker's lease runs out
@@ -186,7 +186,7 @@ def test_an_export_whose_workers_keep_dying_fails_when_its_attempts_run_out(stew
     export_id = steward.api.post(f"{S}/exports").json()["id"]
     for _ in range(2):  # two workers take a lease and die
         lease_next_export()
-        Operation.objects.filter(export__pk=export_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        Operation.objects.filter(exports__pk=export_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     assert lease_next_export() is None
     state = steward.api.get(f"{S}/exports/{export_id}").json()
     assert state["state"] == "failed" and "lease expired" in state["last_error"]["reason"]

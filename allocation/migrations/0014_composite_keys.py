@@ -1,0 +1,37 @@
+"""Keys within a space (SPEC §11, ``common.space_keys``): primary keys on (space_id, id), and
+foreign keys between this app"s tables and others of a space on (space_id, x_id)."""
+from django.db import migrations
+
+from common.space_keys import composite_foreign_keys, composite_primary_keys
+
+
+class Migration(migrations.Migration):
+    # After every app has dropped its one-column foreign keys (so no primary key is in use).
+    dependencies = [
+        ("spaces", "0011_space_keys"),
+        ("events", "0003_space_keys"),
+        ("allocation", "0013_space_keys"),
+        ("tasks", "0020_space_keys"),
+        ("exports", "0002_space_keys"),
+        ("webhooks", "0002_space_keys"),
+        ("spaces", "0012_composite_keys"),
+        ("tasks", "0021_composite_keys"),
+    ]
+
+    operations = [
+        composite_primary_keys(
+            "allocation_reservation",
+            "allocation_occupancy",
+            "allocation_slothold",
+            "allocation_operation",
+            "allocation_operationobservation",
+            "allocation_conflictcount",
+        ),
+        composite_foreign_keys(
+            ("allocation_occupancy", "task_id", "tasks_task"),
+            ("allocation_occupancy", "note_id", "tasks_note"),
+            ("allocation_slothold", "held_by_id", "spaces_member"),
+            ("allocation_operation", "member_id", "spaces_member"),
+            ("allocation_operationobservation", "operation_id", "allocation_operation"),
+        ),
+    ]

@@ -1,0 +1,31 @@
+"""Keys within a space (SPEC §11, ``common.space_keys``): primary keys on (space_id, id), and
+foreign keys between this app"s tables and others of a space on (space_id, x_id)."""
+from django.db import migrations
+
+from common.space_keys import composite_foreign_keys, composite_primary_keys
+
+
+class Migration(migrations.Migration):
+    # After every app has dropped its one-column foreign keys (so no primary key is in use).
+    dependencies = [
+        ("spaces", "0011_space_keys"),
+        ("events", "0003_space_keys"),
+        ("allocation", "0013_space_keys"),
+        ("tasks", "0020_space_keys"),
+        ("exports", "0002_space_keys"),
+        ("webhooks", "0002_space_keys"),
+        ("spaces", "0012_composite_keys"),
+    ]
+
+    operations = [
+        composite_primary_keys(
+            "webhooks_endpoint",
+            "webhooks_delivery",
+            "webhooks_deliveryattempt",
+        ),
+        composite_foreign_keys(
+            ("webhooks_endpoint", "created_by_id", "spaces_member"),
+            ("webhooks_delivery", "endpoint_id", "webhooks_endpoint"),
+            ("webhooks_deliveryattempt", "delivery_id", "webhooks_delivery"),
+        ),
+    ]
