@@ -73,7 +73,9 @@ def prepare_checkout(root: Path, url: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def scenarios(keys: list[str]) -> dict[str, Scenario]:
+def scenarios(keys: list[str], reports_cost: bool = False) -> dict[str, Scenario]:
+    """The scenarios; ``reports_cost``: this checkout's side of ``loop+cost`` reports spend
+    (SPEC §19) on its heartbeat and done, the other side's sends the same requests without it."""
     tasks = "/v1/spaces/bench/tasks"
     return {
         "create": Scenario(tasks, keys, body='{"title": "task {unique}"}'),
@@ -84,19 +86,27 @@ def scenarios(keys: list[str]) -> dict[str, Scenario]:
                             headers={"Idempotency-Key": "{unique}"}),
         "next": Scenario("/v1/spaces/bench/next", keys),
         "loop": Scenario(tasks, keys, steps=team_loop()),
+        "loop+cost": Scenario(tasks, keys, steps=team_loop(heartbeat=True, cost=reports_cost)),
     }
 
 
-def team_loop() -> list[Step]:
-    """An agent team's loop, each agent in turn: create a task, take the most urgent, write
-    its result, deliver it, take an attempt to check (someone else's) and confirm it."""
+COST = ', "cost": {"usd": 0.012345, "input_tokens": 1200, "output_tokens": 300, "seconds": 4.5, "model": "m"}'
+
+
+def team_loop(heartbeat: bool = False, cost: bool = False) -> list[Step]:
+    """An agent team's loop, each agent in turn: create a task, take the most urgent (and, with
+    ``heartbeat``, renew its claim), write its result, deliver it, take an attempt to check
+    (someone else's) and confirm it. ``cost``: the heartbeat and the done report spend."""
     task = "/v1/spaces/bench/tasks"
     number = r'"number":%s*(%d+)'  # the first number in the answer: the task's
+    report = COST if cost else ""
+    beat = [Step(task + "/{task}/heartbeat", "{" + report[2:] + "}")] if heartbeat else []
     return [
         Step(task, '{"title": "loop {unique}"}'),
         Step("/v1/spaces/bench/next", captures={"task": number}),
+        *beat,
         Step("/v1/spaces/bench/posts", '{"body": "result {unique}"}', captures={"post": r'"id":%s*(%d+)'}),
-        Step(task + "/{task}/done", '{"post": {post}}'),
+        Step(task + "/{task}/done", '{"post": {post}' + report + '}'),
         Step("/v1/spaces/bench/next", '{"kind": "check"}',
              captures={"checked": number, "attempt": r'"attempt":%s*{.-"number":%s*(%d+)'}),
         Step(task + "/{checked}/attempts/{attempt}/confirm"),
@@ -137,7 +147,7 @@ def compare(other: Path, names: list[str], args) -> tuple[dict[str, list[float]]
     url = bench_database_url()
     urls = {"other": with_database(url, "spaces_bench_other"), "this": with_database(url, "spaces_bench_this")}
     loads = {"other": scenarios(prepare_checkout(other, urls["other"])),
-             "this": scenarios(prepare_checkout(ROOT, urls["this"]))}
+             "this": scenarios(prepare_checkout(ROOT, urls["this"]), reports_cost=True)}
 
     masters: dict[str, list] = {"other": [], "this": []}
     with gunicorn(urls["other"], root=other, python=interpreter(other), processes=masters["other"]) as before, \

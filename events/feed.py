@@ -56,7 +56,7 @@ class Page:
 SPACE_TYPES = (
     "space.settings_changed", "member.added", "member.role_changed", "key.issued", "key.revoked",
     "catalog.item_saved", "catalog.item_deleted", "catalog.imported", "hold.added", "hold.released",
-    "webhook.disabled",
+    "webhook.disabled", "budget.threshold", "budget.exhausted",
 )
 
 

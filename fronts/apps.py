@@ -14,5 +14,5 @@ class FrontsConfig(AppConfig):
         # through fronts.admin, which Django's admin imports; the MCP tools load with the first
         # MCP request: fronts.mcp.http.)
         # GET /v1/reference's sections, each described from the code it documents.
-        from fronts.reference import agents, allocation, events, tasks  # noqa: F401
+        from fronts.reference import agents, allocation, cost, events, tasks  # noqa: F401
         from fronts.rest import exports, spaces  # noqa: F401

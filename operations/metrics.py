@@ -85,6 +85,26 @@ def space_gauges(now) -> Iterator[GaugeMetricFamily]:
         families["oldest_ready_seconds"].add_metric(["_other"],
                                                     (now - other_oldest).total_seconds() if other_oldest else 0)
     yield from families.values()
+    yield spend_gauge(now, slugs)
+
+
+def spend_gauge(now, slugs: dict[int, str]) -> GaugeMetricFamily:
+    """SPEC §19, §20: each space's spend this month (its running total: one row a space), the
+    spaces named above by name and the rest summed."""
+    from costs.models import MonthSpend
+    from costs.services import month_of
+
+    family = GaugeMetricFamily("spaces_space_spend_usd", "The space's spend this calendar month (UTC), USD",
+                               labels=["space"])
+    other = None
+    for space_id, usd in MonthSpend.objects.filter(month=month_of(now)).values_list("space_id", "usd"):
+        if space_id in slugs:
+            family.add_metric([slugs[space_id]], float(usd))
+        else:
+            other = (other or 0) + usd  # summed exactly (Decimal), shown as a float
+    if other is not None:
+        family.add_metric(["_other"], float(other))
+    return family
 
 
 def backlog_gauges(now) -> Iterator[GaugeMetricFamily]:

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "tasks",
     "exports",
     "webhooks",
+    "costs",
     "fronts",
 ]
 

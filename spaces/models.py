@@ -23,6 +23,7 @@ SPACE_SETTINGS = (
     "max_queued_exports",
     "max_waits_per_key",
     "event_retention_days",
+    "budget_usd",
 )
 
 
@@ -48,6 +49,8 @@ class Space(models.Model):
     max_waits_per_key = models.PositiveSmallIntegerField(default=8)
     # SPEC §17: days the space's feed keeps its events (sweep purges older ones).
     event_retention_days = models.PositiveSmallIntegerField(default=30)
+    # SPEC §19: the most the space may spend in a calendar month (UTC); null: no budget.
+    budget_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     # Bumped in the transaction of every catalog change: server processes compare it to
     # decide whether their in-memory bind index is still current.
     catalog_version = models.PositiveBigIntegerField(default=0)

@@ -101,6 +101,8 @@ class StrictCharField(serializers.CharField):
 
 
 class SpaceSerializer(serializers.ModelSerializer):
+    budget_usd = serializers.FloatField(allow_null=True, read_only=True)  # a JSON number (SPEC §3)
+
     class Meta:
         model = Space
         fields = ["slug", *SPACE_SETTINGS, "created_at"]
@@ -120,6 +122,8 @@ class SpaceUpdateSerializer(StrictInputSerializer):
     max_queued_exports = serializers.IntegerField(min_value=1, max_value=20, required=False)
     max_waits_per_key = serializers.IntegerField(min_value=1, max_value=100, required=False)
     event_retention_days = serializers.IntegerField(min_value=1, max_value=365, required=False)
+    budget_usd = serializers.DecimalField(max_digits=14, decimal_places=6, min_value=0, required=False,
+                                          allow_null=True, coerce_to_string=False)  # SPEC §19
 
 
 class KeySerializer(serializers.ModelSerializer):

@@ -10,6 +10,7 @@ import secrets
 import string
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
@@ -174,7 +175,8 @@ def update_space(*, space: Space, **changes: object) -> Space:
     try:
         with transaction.atomic():
             Space.objects.filter(pk=space.pk).update(**changes)
-            feed.record(space_id=space.pk, type="space.settings_changed", data={"changes": changes})
+            shown = {k: float(v) if isinstance(v, Decimal) else v for k, v in changes.items()}  # JSON numbers
+            feed.record(space_id=space.pk, type="space.settings_changed", data={"changes": shown})
     except IntegrityError:
         # The check constraints are the authority; the serializer's ranges only word the message.
         raise errors.InvalidRequest("A setting is out of range.", fields={k: ["Out of range."] for k in changes}) from None

@@ -12,6 +12,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Any, Callable
 
 from spaces_client.client import SpacesClient, SpacesRefusal, SpacesUnavailable
@@ -95,6 +98,8 @@ def readable(command: str, result: Any) -> str:
         return f"claim {result['claim']['id']} renewed until {result['claim']['expires_at']}"
     if command == "post":
         return f"post {result['id']}"
+    if command == "costs":
+        return costs_table(result)
     if command == "events":
         return "\n".join(describe_event(e) for e in result["events"]) or f"no events after {result['next']}"
     if command == "webhooks":
@@ -106,6 +111,34 @@ def readable(command: str, result: Any) -> str:
         return "\n".join(f"{n['kind']} task {n['task']}: {json.dumps(n['details'])}" for n in result["results"]) \
             or "no notifications"
     return json.dumps(result, indent=2)
+
+
+def costs_table(result: dict) -> str:
+    """``spaces costs``: a line a group, then the period's spend and the cost per accepted outcome."""
+    lines = [f"{g['group'] or '(none)':<24} {g['usd']:>12.6f} USD  {g['input_tokens']:>10} in  "
+             f"{g['output_tokens']:>10} out  {g['wasted_usd']:>10.6f} wasted" for g in result["groups"]]
+    per = result["per_accepted_usd"]
+    budget = result["budget_usd"]
+    lines.append(f"{result['since']} – {result['until']}: {result['usd']:.6f} USD"
+                 + (f" of a {budget:g} USD monthly budget" if budget is not None else "")
+                 + f"; {result['accepted']} accepted, "
+                 + (f"{per:.6f} USD each" if per is not None else "no cost per accepted outcome yet"))
+    return "\n".join(lines)
+
+
+def add_cost(parser: argparse.ArgumentParser, meaning: str) -> None:
+    """``--usd --input-tokens --output-tokens --seconds --model``: a spend report (SPEC §19)."""
+    parser.add_argument("--usd", type=float, help=f"{meaning}, in USD (at most 6 decimal places)")
+    parser.add_argument("--input-tokens", type=int)
+    parser.add_argument("--output-tokens", type=int)
+    parser.add_argument("--seconds", type=float)
+    parser.add_argument("--model")
+
+
+def cost_of(args: argparse.Namespace) -> dict | None:
+    cost = {name: getattr(args, name) for name in ("usd", "input_tokens", "output_tokens", "seconds", "model")
+            if getattr(args, name, None) is not None}
+    return cost or None
 
 
 def webhooks_readable(result: Any) -> str:
@@ -165,12 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="when nothing is ready, wait up to S seconds (0-60) for work instead of answering at once")
     p = sub.add_parser("heartbeat", help="renew your claim on a task while you work on it: spaces heartbeat 12")
     p.add_argument("number", type=int)
+    add_cost(p, "what the claim spent so far")
     p = sub.add_parser(
         "work", help="claim a task, run a command on it, deliver its output: spaces work --wait 30 -- ./agent.sh",
         description="Claim a task (waiting up to --wait seconds), run COMMAND with the task in its environment "
-        "(SPACES_TASK, SPACES_TASK_TITLE, SPACES_TASK_BODY, SPACES_URL, SPACES_KEY) while a heartbeat keeps the "
-        "claim alive; on exit 0 post its standard output as the result and mark the task done, otherwise give "
-        "the claim back. --loop takes the next task after each. Exit codes: 0 done (or nothing to do), 1 the "
+        "(SPACES_TASK, SPACES_TASK_TITLE, SPACES_TASK_BODY, SPACES_URL, SPACES_KEY, SPACES_COST_FILE) while a "
+        "heartbeat keeps the claim alive; on exit 0 post its standard output as the result and mark the task done, "
+        "otherwise give the claim back. Either way it reports the command's wall time and the cost the command "
+        "wrote as JSON to $SPACES_COST_FILE ({\"usd\", \"input_tokens\", \"output_tokens\", \"model\"}). --loop takes the next task after each. Exit codes: 0 done (or nothing to do), 1 the "
         "command failed or the service refused, 2 usage or no answer.")
     p.add_argument("--wait", type=float, default=0, metavar="S", help="wait up to S seconds (0-60) for a task")
     p.add_argument("--label", dest="labels", action="append", metavar="LABEL",
@@ -179,12 +214,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     p = sub.add_parser("give-back", help="end your claim on a task")
     p.add_argument("number", type=int)
+    add_cost(p, "what the claim spent in all")
     p = sub.add_parser("post", help="write a post (cite it with `done`)")
     p.add_argument("body")
     p.add_argument("--title", default="")
     p = sub.add_parser("done", help="record an attempt citing a post: spaces done 12 --post 7")
     p.add_argument("number", type=int)
     p.add_argument("--post", type=int, required=True)
+    add_cost(p, "what your claim (or, holding none, this attempt) spent in all")
+    p = sub.add_parser("costs", help="what the space spent this month (or --since/--until), per member, label, "
+                       "model or slot, and the cost per accepted outcome")
+    p.add_argument("--since", metavar="TIME", help="ISO 8601 (default: the start of this month, UTC)")
+    p.add_argument("--until", metavar="TIME", help="ISO 8601 (default: now)")
+    p.add_argument("--group-by", default="member", choices=["member", "label", "model", "work_item_id"])
     p = sub.add_parser("confirm", help="confirm an attempt: spaces confirm TASK ATTEMPT")
     p.add_argument("number", type=int)
     p.add_argument("attempt", type=int)
@@ -257,10 +299,11 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
         "ready": lambda: ready(client, args.labels),
         "next": lambda: client.next(number=args.number, join=args.join, kind="check" if args.check else None,
                                     labels=args.labels, wait=args.wait),
-        "heartbeat": lambda: client.heartbeat(args.number),
-        "give-back": lambda: client.give_back(args.number),
+        "heartbeat": lambda: client.heartbeat(args.number, cost=cost_of(args)),
+        "give-back": lambda: client.give_back(args.number, cost=cost_of(args)),
+        "costs": lambda: client.costs(since=args.since, until=args.until, group_by=args.group_by),
         "post": lambda: client.post(args.body, args.title),
-        "done": lambda: client.done(args.number, args.post),
+        "done": lambda: client.done(args.number, args.post, cost=cost_of(args)),
         "confirm": lambda: client.confirm(args.number, args.attempt),
         "reject": lambda: client.reject(args.number, args.attempt, args.reason),
         "tasks": lambda: client.tasks(**given(status=args.status, label=args.labels, priority=args.priority,
@@ -358,12 +401,18 @@ def work_once(client: SpacesClient, args: argparse.Namespace, command: list[str]
                 return 0
             task = claimed.task
             out(f"working on {describe_task(task)}")
-            env = {**os.environ, "SPACES_TASK": str(task["id"]), "SPACES_TASK_TITLE": task["title"],
-                   "SPACES_TASK_BODY": task.get("body", ""), "SPACES_URL": url, "SPACES_KEY": key}
-            try:
-                finished = subprocess.run(command, env=env, stdout=subprocess.PIPE)
-            except OSError as error:
-                raise CommandFailed(f"cannot run {command[0]}: {error}") from None
+            with tempfile.TemporaryDirectory(prefix="spaces-work-") as folder:
+                cost_file = Path(folder) / "cost.json"
+                env = {**os.environ, "SPACES_TASK": str(task["id"]), "SPACES_TASK_TITLE": task["title"],
+                       "SPACES_TASK_BODY": task.get("body", ""), "SPACES_URL": url, "SPACES_KEY": key,
+                       "SPACES_COST_FILE": str(cost_file)}
+                started = time.monotonic()
+                try:
+                    finished = subprocess.run(command, env=env, stdout=subprocess.PIPE)
+                except OSError as error:
+                    raise CommandFailed(f"cannot run {command[0]}: {error}") from None
+                finally:
+                    claimed.cost = reported_cost(cost_file, time.monotonic() - started)
             if finished.returncode != 0:
                 raise CommandFailed(f"{command[0]} exited {finished.returncode}")
             result = finished.stdout.decode("utf-8", "replace")
@@ -371,12 +420,30 @@ def work_once(client: SpacesClient, args: argparse.Namespace, command: list[str]
                 result = result.encode()[:MAX_RESULT_BYTES - 64].decode("utf-8", "ignore") + "\n… (output cut at 64 KiB)"
             post = client.post(result if result.strip() else f"{command[0]} exited 0 with no output.",
                                title=f"Result of task {task['id']}")
-            done = client.done(task["id"], post["id"])
+            done = client.done(task["id"], post["id"], cost=claimed.cost)
             out(readable("done", done))
             return 0
     except CommandFailed as failure:
         print(f"spaces work: {failure}; gave the claim back", file=sys.stderr)
         return 1
+
+
+COST_FIELDS = ("usd", "input_tokens", "output_tokens", "model")
+
+
+def reported_cost(cost_file: Path, seconds: float) -> dict:
+    """The command's wall time, and what it wrote to $SPACES_COST_FILE (a JSON object; anything
+    else is said on stderr and left out)."""
+    cost: dict[str, Any] = {"seconds": round(seconds, 3)}
+    if cost_file.exists():
+        try:
+            written = json.loads(cost_file.read_text())
+            if not isinstance(written, dict):
+                raise ValueError("not a JSON object")
+            cost.update({name: written[name] for name in COST_FIELDS if name in written})
+        except (ValueError, OSError) as error:
+            print(f"spaces work: $SPACES_COST_FILE ignored ({error})", file=sys.stderr)
+    return cost
 
 
 class CommandFailed(Exception):

@@ -205,12 +205,14 @@ class SpacesClient:
             body["wait"] = wait
         return self.request("POST", self.space("/next"), body, answer_within=wait)
 
-    def heartbeat(self, number: int) -> dict:
-        """Renew your claim on task ``number`` (SPEC §15): ``{"claim": {…, "expires_at"}}``."""
-        return self.request("POST", self.space(f"/tasks/{number}/heartbeat"), {})
+    def heartbeat(self, number: int, cost: dict | None = None) -> dict:
+        """Renew your claim on task ``number`` (SPEC §15): ``{"claim": {…, "expires_at"}}``. ``cost``
+        (SPEC §19): what the claim spent so far, ``{usd, input_tokens, output_tokens, seconds, model}``."""
+        return self.request("POST", self.space(f"/tasks/{number}/heartbeat"), with_cost({}, cost))
 
-    def give_back(self, number: int) -> dict:
-        return self.request("POST", self.space(f"/tasks/{number}/give-back"), {})
+    def give_back(self, number: int, cost: dict | None = None) -> dict:
+        """End your claim on task ``number``; ``cost``: what the claim spent in all (SPEC §19)."""
+        return self.request("POST", self.space(f"/tasks/{number}/give-back"), with_cost({}, cost))
 
     @contextmanager
     def claimed(self, *, wait: float = 0, labels: list[str] | None = None) -> Iterator["Work | None"]:
@@ -231,7 +233,7 @@ class SpacesClient:
         except BaseException:
             beating.stop()
             try:
-                self.give_back(work.number)
+                self.give_back(work.number, cost=work.cost)
             except (SpacesRefusal, SpacesUnavailable):
                 pass  # it lapsed or ended meanwhile: nothing of ours to give back
             raise
@@ -242,8 +244,15 @@ class SpacesClient:
     def post(self, body: str, title: str = "") -> dict:
         return self.request("POST", self.space("/posts"), {"title": title, "body": body})
 
-    def done(self, number: int, post: int) -> dict:
-        return self.request("POST", self.space(f"/tasks/{number}/done"), {"post": post})
+    def done(self, number: int, post: int, cost: dict | None = None) -> dict:
+        """An attempt on task ``number`` citing ``post``; ``cost``: what your claim (or, holding
+        none, this attempt) spent in all (SPEC §19)."""
+        return self.request("POST", self.space(f"/tasks/{number}/done"), with_cost({"post": post}, cost))
+
+    def costs(self, *, since: str | None = None, until: str | None = None, group_by: str = "member") -> dict:
+        """What the space spent in a period, per group, and the cost per accepted outcome (SPEC §19)."""
+        params = {"group_by": group_by, **({"since": since} if since else {}), **({"until": until} if until else {})}
+        return self.request("GET", self.space("/costs"), params=params)
 
     def confirm(self, number: int, attempt: int) -> dict:
         return self.request("POST", self.space(f"/tasks/{number}/attempts/{attempt}/confirm"), {})
@@ -295,6 +304,10 @@ def wait_for(reply: Reply, body: dict, attempt: int) -> float:
         return backoff(attempt)
 
 
+def with_cost(body: dict, cost: dict | None) -> dict:
+    return body if cost is None else {**body, "cost": cost}
+
+
 class Work:
     """A claimed task: ``task`` and ``claim`` as the service answered; ``lapsed`` once a
     heartbeat was refused because the claim had lapsed (the work may go on; a done still
@@ -302,6 +315,7 @@ class Work:
 
     def __init__(self, task: dict, claim: dict) -> None:
         self.task, self.claim, self.lapsed = task, claim, False
+        self.cost: dict | None = None  # what the work spent, reported if the claim is given back
 
     @property
     def number(self) -> int:

@@ -11,6 +11,8 @@ from django.db.models import Exists, F, Max, OuterRef, Prefetch, QuerySet
 from django.utils import timezone
 
 from common.refusals import NotFound
+from costs import services as costs
+from costs.services import Cost
 from spaces.models import Member, Post, Space
 from spaces.selectors import as_int
 from tasks import errors, graph, wakeups
@@ -65,9 +67,10 @@ def find_citable_post(space: Space, post_id: object) -> Post:
     return post
 
 
-def mark_done(*, task: Task, member: Member, post_id: object) -> tuple[Task, Attempt]:
+def mark_done(*, task: Task, member: Member, post_id: object, cost: Cost | None = None) -> tuple[Task, Attempt]:
     """``POST …/done {"post"}``: a numbered attempt citing a post (SPEC §6.2). Returns the task as
-    it is now and the attempt."""
+    it is now and the attempt. ``cost`` (SPEC §19): the final spend of the caller's live claim, or,
+    with none, of this attempt."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)
         check_task_live(task)
@@ -90,11 +93,15 @@ def mark_done(*, task: Task, member: Member, post_id: object) -> tuple[Task, Att
             )
         contested = space.confirmations_required == 0 and cycle_is_contested(task, member)
         first_of_cycle = not this_cycle.exists()
+        holding = live_claims(task).filter(member=member).values_list("pk", flat=True).first() if cost else None
         number = (Attempt.objects.filter(**of_task).aggregate(n=Max("number"))["n"] or 0) + 1
         attempt = Attempt.objects.create(
             space_id=task.space_id, task=task, number=number, cycle=task.cycle, member=member, post=post
         )
         record_event(task=task, kind=EventKind.ATTEMPT, actor=member, attempt=number, post=post.pk, cycle=task.cycle)
+        if cost is not None:
+            costs.report(space=space, task_id=task.pk, member_id=member.pk, cost=cost, claim_id=holding,
+                         attempt_id=None if holding else attempt.pk)
         wakeups.work_ready(task.space_id)  # an attempt to check (SPEC §15)
         to_notify = {post.author_id} - {member.pk}
         if first_of_cycle:

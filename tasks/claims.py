@@ -22,6 +22,8 @@ from django.utils import timezone
 from allocation.runner import UnitOfWork
 from common.refusals import InvalidRequest
 from common.sql import Placeholder, insert_select, named_sql, quote, written_fields
+from costs import services as costs
+from costs.services import Cost
 from spaces.models import Member, Role, Space
 from tasks import errors, graph, wakeups
 from tasks.lifecycle import (
@@ -192,6 +194,7 @@ def claim_task(*, space: Space, member: Member, number: object, join: bool = Fal
         mine = live_claims(task).filter(member=member).first()
         if mine is not None:
             return task, mine  # already holding it: claiming again changes nothing
+        costs.check_task_budget(task)  # SPEC §19: a task at its budget is handed out no more
         blockers = graph.blocker_numbers(task)
         if blockers:
             raise errors.TaskBlocked(
@@ -218,16 +221,18 @@ def claim_task(*, space: Space, member: Member, number: object, join: bool = Fal
         )
 
 
-def give_back(*, task: Task, member: Member) -> tuple[Task, Claim]:
+def give_back(*, task: Task, member: Member, cost: Cost | None = None) -> tuple[Task, Claim]:
     """End the caller's own live claim; other keys holding the task keep theirs. Returns the task
-    as it is now and the ended claim."""
+    as it is now and the ended claim. ``cost``: the claim's final spend (SPEC §19)."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)
         check_task_usable(task)
         claim = live_claims(task).filter(member=member).first()
         if claim is None:
             raise errors.NotHolding(f"You hold no live claim on task {task.number}.")
-        end_claims(Claim.objects.filter(pk=claim.pk), ClaimEnd.GAVE_BACK)
+        end_claims(Claim.objects.filter(space_id=task.space_id, pk=claim.pk), ClaimEnd.GAVE_BACK)
+        if cost is not None:
+            costs.report(space=task.space, task_id=task.pk, member_id=member.pk, claim_id=claim.pk, cost=cost)
         record_event(task=task, kind=EventKind.GIVEN_BACK, actor=member, claim=claim.pk, cycle=claim.cycle)
         if recompute_status(task) == TaskStatus.OPEN:
             wakeups.work_ready(task.space_id)
@@ -259,17 +264,24 @@ def end_claims(claims, reason: str) -> int:
     return claims.filter(ended_at=None).update(ended_at=timezone.now(), end_reason=reason)
 
 
-def heartbeat(*, task: Task, member: Member) -> Claim:
+def heartbeat(*, task: Task, member: Member, cost: Cost | None = None) -> Claim:
     """Renew the caller's live claim (SPEC §15): its expiry moves to a lease from now. A caller
     whose claim lapsed is told so (``claim_lapsed``; a done is still an attempt), anyone else
     that they hold nothing (``not_holder``). Under the task's row lock, so a lapse and a
-    heartbeat meeting at the expiry are ordered: the one that came first wins."""
+    heartbeat meeting at the expiry are ordered: the one that came first wins.
+
+    ``cost`` (SPEC §19) is the claim's spend so far, recorded first; when the task's spend has
+    reached its budget the claim is not renewed and the caller is told ``budget_exhausted``."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)  # lapses what is due first
         # The clock is read after the lock: a heartbeat that waited for it past the expiry is late.
         now = timezone.now()
         claim = task.claims.filter(Claim.live(now), space_id=task.space_id, member=member).first()
-        if claim is not None:
+        if claim is not None and cost is not None:
+            costs.report(space=task.space, task_id=task.pk, member_id=member.pk, claim_id=claim.pk, cost=cost,
+                         now=now)
+        exhausted = claim is not None and costs.task_budget_reached(task)
+        if claim is not None and not exhausted:
             claim.expires_at, claim.last_heartbeat_at = claim_expiry(task.space, now), now
             Claim.objects.filter(space_id=claim.space_id, pk=claim.pk).update(
                 expires_at=claim.expires_at, last_heartbeat_at=now)
@@ -277,8 +289,10 @@ def heartbeat(*, task: Task, member: Member) -> Claim:
             return claim
         # What lapsed while this waited for the lock is recorded now, by the same rule (one query).
         lapse_due(task=task, now=now, locked=True)
-        last = task.claims.filter(space_id=task.space_id, member=member).order_by("-pk").first()
-    # Refused outside the block, so the lapse recorded on the way stays recorded.
+        last = None if exhausted else task.claims.filter(space_id=task.space_id, member=member).order_by("-pk").first()
+    # Refused outside the block, so the lapse (or the spend) recorded on the way stays recorded.
+    if exhausted:
+        costs.check_task_budget(task)
     if last is not None and last.end_reason == ClaimEnd.LAPSED:
         raise errors.ClaimLapsed(
             f"Your claim on task {task.number} lapsed at {last.ended_at.isoformat()}; claim it again "

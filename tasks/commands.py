@@ -14,6 +14,7 @@ from allocation import services as allocation
 from allocation.serializers import BindSerializer, HoldSerializer
 from allocation.runner import UnitOfWork
 from common.refusals import DomainError, NotFound
+from costs.services import Cost, check_space_budget
 from spaces.models import Member, Role
 from spaces.catalog import normalize_work_item_id
 from spaces.commands import Reply, command, validated
@@ -27,6 +28,7 @@ from tasks.serializers import (
     BlockerSerializer,
     ClaimSerializer,
     CloseSerializer,
+    CostReportSerializer,
     DoneSerializer,
     NextSerializer,
     NoteCreateSerializer,
@@ -137,13 +139,14 @@ def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels
         waiter = waiting.waiter_for_next(space=space, member=member, kind=kind, labels=labels, seen=seen)
         return unit.wait_for(waiter, wait)
 
-    if kind == "check":
+    if kind == "check":  # checking goes on whatever the budget (SPEC §19)
         offered = attempts.offer_check(space=space, member=member)
         if offered is None:
             wait and wait_more()
             return Reply(200, {"task": None, "attempt": None})
         task, attempt = offered
         return Reply(200, task_and(task, attempt=AttemptSerializer(attempt).data))
+    check_space_budget(space)  # SPEC §19: at the month's budget nothing is handed out, waited or not
     if number is not None:
         claimed = claims.claim_task(space=space, member=member, number=number, join=join)
     else:
@@ -155,16 +158,17 @@ def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels
     return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
 
 
-@command("give_back", Role.WRITER)
-def give_back(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
-    task, claim = claims.give_back(task=selectors.get_task(space=member.space, number=number), member=member)
+@command("give_back", Role.WRITER, input=CostReportSerializer)
+def give_back(member: Member, *, unit: UnitOfWork, number: object, cost: Cost | None = None) -> Reply:
+    task, claim = claims.give_back(task=selectors.get_task(space=member.space, number=number), member=member,
+                                   cost=cost)
     return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
 
 
-@command("heartbeat", Role.WRITER)
-def heartbeat(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
-    """SPEC §15: renew the caller's live claim on task ``number``."""
-    claim = claims.heartbeat(task=selectors.get_task(space=member.space, number=number), member=member)
+@command("heartbeat", Role.WRITER, input=CostReportSerializer)
+def heartbeat(member: Member, *, unit: UnitOfWork, number: object, cost: Cost | None = None) -> Reply:
+    """SPEC §15: renew the caller's live claim on task ``number`` (SPEC §19: and report its spend)."""
+    claim = claims.heartbeat(task=selectors.get_task(space=member.space, number=number), member=member, cost=cost)
     return Reply(200, {"claim": ClaimSerializer(claim).data})
 
 
@@ -177,9 +181,9 @@ def assign_task(caller: Member, *, unit: UnitOfWork, number: object, member: int
 
 
 @command("mark_done", Role.WRITER, input=DoneSerializer)
-def mark_done(member: Member, *, unit: UnitOfWork, number: object, post: int) -> Reply:
+def mark_done(member: Member, *, unit: UnitOfWork, number: object, post: int, cost: Cost | None = None) -> Reply:
     task, attempt = attempts.mark_done(task=selectors.get_task(space=member.space, number=number), member=member,
-                                       post_id=post)
+                                       post_id=post, cost=cost)
     return Reply(201, task_and(task, attempt=AttemptSerializer(attempt).data))
 
 

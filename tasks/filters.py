@@ -12,6 +12,7 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
+from costs.selectors import within_budget
 from common.refusals import InvalidRequest
 from spaces.catalog import normalize_work_item_id
 from tasks import selectors
@@ -45,7 +46,7 @@ def ready_queue(space_id: int, labels: list[str]) -> QuerySet:
     ``labels`` is one array parameter (not one per label), so a compiled statement fits any list."""
     wanted = Value(list(labels), output_field=ArrayField(CharField()))
     return (Task.objects.filter(space_id=space_id, labels__contains=wanted).filter(ready_condition())
-            .order_by(*NEXT_ORDER))
+            .filter(within_budget()).order_by(*NEXT_ORDER))
 
 
 class StrictBooleanField(forms.NullBooleanField):

@@ -73,6 +73,8 @@ class Task(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
+    # SPEC §19: the most this task may spend (null: no budget); at it, next hands it out no more.
+    budget_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     labels = ArrayField(models.CharField(max_length=40), size=MAX_LABELS, default=list, blank=True)
     # Kept by PostgreSQL from the title, the body and the space, for `q` (SPEC §13, tasks.search).
     search = models.GeneratedField(
@@ -217,6 +219,7 @@ class EventKind(models.TextChoices):
     BLOCKER_ADDED = "blocker_added"
     BLOCKER_REMOVED = "blocker_removed"
     UNBLOCKED = "unblocked"
+    BUDGET_CHANGED = "budget_changed"  # SPEC §19
 
 
 class TaskEvent(models.Model):

@@ -8,6 +8,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
+from costs.selectors import task_cost
+from costs.serializers import CostField, budget_field
 from spaces.serializers import (
     MAX_BODY,
     AuthorSerializer,
@@ -186,6 +188,7 @@ class TaskCreateSerializer(FlatInputSerializer):
     blocked_by = TaskNumbersField(max_length=MAX_NAMED_BLOCKERS, required=False, default=list)
     # SPEC §16: "refuse" turns a similar live task into a 409; by default the create proceeds.
     if_similar = serializers.ChoiceField(choices=["allow", "refuse"], required=False, default="allow")
+    budget_usd = budget_field(required=False, default=None)
 
 
 class SimilarSerializer(StrictInputSerializer):
@@ -199,6 +202,7 @@ class TaskUpdateSerializer(FlatInputSerializer):
 
     priority = priority_field(required=False)
     labels = LabelsField(required=False)
+    budget_usd = budget_field(required=False)
 
 
 class BlockerSerializer(FlatInputSerializer):
@@ -272,12 +276,17 @@ class AttemptSerializer(serializers.ModelSerializer):
 class TaskDetailSerializer(TaskSerializer):
     claims = serializers.SerializerMethodField()
     attempts = AttemptSerializer(many=True, read_only=True)
+    cost = serializers.SerializerMethodField()  # SPEC §19
 
     def to_representation(self, task: Task) -> dict:
         data = super().to_representation(task)
         data["claims"] = self.get_claims(task)
         data["attempts"] = AttemptSerializer(task.attempts.all(), many=True).data
+        data["cost"] = self.get_cost(task)
         return data
+
+    def get_cost(self, task: Task) -> dict:
+        return task_cost(task.space_id, task.pk)
 
     def get_claims(self, task: Task) -> list[dict]:
         return ClaimSerializer([c for c in task.claims.all() if c.is_live], many=True).data
@@ -307,6 +316,13 @@ class NextSerializer(FlatInputSerializer):
 
 class DoneSerializer(FlatInputSerializer):
     post = serializers.IntegerField(min_value=1)
+    cost = CostField(required=False, allow_null=True, default=None)
+
+
+class CostReportSerializer(FlatInputSerializer):
+    """``heartbeat`` and ``give-back``: an optional spend report (SPEC §19)."""
+
+    cost = CostField(required=False, allow_null=True, default=None)
 
 
 class RejectSerializer(FlatInputSerializer):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -52,6 +54,7 @@ def create_task(
     labels: list[str] | None = None,
     blocked_by: list[int] | None = None,
     if_similar: str = "allow",
+    budget_usd: Decimal | None = None,
     unit: UnitOfWork,
     catalog_version: int | None = None,
 ) -> Task:
@@ -64,14 +67,14 @@ def create_task(
     """
     intent = reserve_task(space=space, actor=actor, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, priority=priority, labels=labels, blocked_by=blocked_by,
-                          if_similar=if_similar, unit=unit, catalog_version=catalog_version)
+                          if_similar=if_similar, budget_usd=budget_usd, unit=unit, catalog_version=catalog_version)
     unit.commit_reservation()
     return mutate_task(intent, unit=unit, last=True)
 
 
 def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_item_id: str | None,
               catalog_version: int | None, priority: int = DEFAULT_PRIORITY,
-              labels: list[str] | None = None) -> tuple[Task, ConflictKey]:
+              labels: list[str] | None = None, budget_usd: Decimal | None = None) -> tuple[Task, ConflictKey]:
     """The task a create intent would insert, bound and keyed (SPEC §4.2–§4.3); writes nothing.
     Priority and labels ride along: they are no part of the key (SPEC §13)."""
     if catalog_version is None:
@@ -87,7 +90,7 @@ def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_i
     task = Task(
         space=space, title=title, body=body, delivery_mode=delivery_mode, work_item_id=bound.work_item_id,
         conflict_kind=key.kind, conflict_target=key.target, status=TaskStatus.OPEN, payload_sha256=digest,
-        priority=priority, labels=list(labels or []), title_terms=similarity.terms(title),
+        priority=priority, labels=list(labels or []), title_terms=similarity.terms(title), budget_usd=budget_usd,
     )
     return task, key
 
@@ -118,7 +121,7 @@ def look_for_similar(task: Task, *, unit: UnitOfWork, refuse: bool = False) -> N
 def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
                  delivery_mode: str = DeliveryMode.RESULT, work_item_id: str | None = None,
                  priority: int = DEFAULT_PRIORITY, labels: list[str] | None = None,
-                 blocked_by: list[int] | None = None, if_similar: str = "allow",
+                 blocked_by: list[int] | None = None, if_similar: str = "allow", budget_usd: Decimal | None = None,
                  unit: UnitOfWork, catalog_version: int | None = None) -> CreateIntent:
     """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve (a create
     that refuses similar tasks first looks for them, SPEC §16). Blockers are looked up first:
@@ -126,7 +129,7 @@ def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
     blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
     task, key = bind_task(space=space, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, catalog_version=catalog_version, priority=priority,
-                          labels=labels)
+                          labels=labels, budget_usd=budget_usd)
     if if_similar == "refuse":
         look_for_similar(task, unit=unit, refuse=True)
     return reserve_bound(task, key, actor=actor, unit=unit, blocked_by=blockers)
@@ -192,6 +195,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, uni
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
             "priority": task.priority, "labels": task.labels, "terms": task.title_terms, "wake": wake,
+            "budget_usd": task.budget_usd,
             "wake_context": tracing.wake_context(), **unit.lock_params(),
         })
         row = cursor.fetchone()
@@ -298,9 +302,13 @@ def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = No
     return note
 
 
-def update_task(*, task: Task, actor: Member, priority: int | None = None, labels: list[str] | None = None) -> Task:
-    """``PATCH …/tasks/{n}`` (SPEC §13): the creator or a steward changes priority and labels;
-    each change is a history event with before and after. Finished tasks keep theirs."""
+UNSET: Any = object()  # a PATCH that does not name the budget (None clears it)
+
+
+def update_task(*, task: Task, actor: Member, priority: int | None = None, labels: list[str] | None = None,
+                budget_usd: Decimal | None = UNSET) -> Task:
+    """``PATCH …/tasks/{n}`` (SPEC §13, §19): the creator or a steward changes priority, labels and
+    budget; each change is a history event with before and after. Finished tasks keep theirs."""
     if actor.role != Role.STEWARD and task.creator_id != actor.pk:
         raise NotTaskCreator("Only the task's creator or a steward may change it.")
     with transaction.atomic():
@@ -315,6 +323,11 @@ def update_task(*, task: Task, actor: Member, priority: int | None = None, label
             record_event(task=task, kind=EventKind.LABELS_CHANGED, actor=actor, before=list(task.labels), after=labels)
             task.labels = labels
             changed.append("labels")
+        if budget_usd is not UNSET and budget_usd != task.budget_usd:
+            record_event(task=task, kind=EventKind.BUDGET_CHANGED, actor=actor, before=as_number(task.budget_usd),
+                         after=as_number(budget_usd))
+            task.budget_usd = budget_usd
+            changed.append("budget_usd")
         if changed:
             task.updated_at = timezone.now()
             task.save(update_fields=[*changed, "updated_at"])
@@ -322,4 +335,10 @@ def update_task(*, task: Task, actor: Member, priority: int | None = None, label
                 with connection.cursor() as cursor:
                     cursor.execute(remember_labels_sql(), {"space": task.space_id, "labels": labels})
                 wakeups.work_ready(task.space_id)  # now for agents waiting on these labels (SPEC §15)
+            if "budget_usd" in changed:
+                wakeups.work_ready(task.space_id)  # a raised budget hands the task out again (SPEC §19)
     return task
+
+
+def as_number(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)

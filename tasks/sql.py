@@ -51,6 +51,7 @@ def create_task_sql() -> str:
         "received_seq": "%(received_seq)s", "payload_sha256": "%(payload_sha256)s", "superseded_by": "NULL",
         "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
         "updated_at": "%(now)s", "priority": "%(priority)s", "labels": "%(labels)s::varchar[]",
+        "budget_usd": "%(budget_usd)s::numeric",
         "title_terms": "%(terms)s::text[]",
     }
     term_values = {"space": "%(space)s", "term": "u.term", "task": "created.id"}

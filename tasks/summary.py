@@ -11,6 +11,8 @@ from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from allocation import services as allocation
+from costs import selectors as cost_selectors
+from costs.services import month_spend, month_start
 from spaces.models import Space
 from tasks.models import LIVE_STATUSES, Attempt, AttemptState, Claim, SlotDoneCount, Task, TaskStatus
 from tasks.filters import blocked, ready_condition
@@ -98,4 +100,15 @@ def space_summary(space: Space) -> dict[str, Any]:
         "oldest_ready": oldest_ready(space, now),
         "duplicates_prevented_24h": allocation.conflicts_since(space.pk, now - DUPLICATES_WINDOW),
         "slots": slot_counts(space),
+        "cost": month_cost(space, now),
     }
+
+
+def month_cost(space: Space, now) -> dict[str, Any]:
+    """SPEC §19: the space's spend this calendar month (one row) against its budget, and the cost
+    per accepted outcome of the month."""
+    start = month_start(now)
+    outcome = cost_selectors.per_accepted_outcome(space.pk, since=start, until=now)
+    return {"month": start.date().isoformat()[:7], "spend_usd": float(month_spend(space.pk, now)),
+            "budget_usd": float(space.budget_usd) if space.budget_usd is not None else None,
+            "accepted": outcome["accepted"], "per_accepted_usd": outcome["per_accepted_usd"]}

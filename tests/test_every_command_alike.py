@@ -45,13 +45,15 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("writer", "remove_blocker", {"number": 3, "blocker": 1}, None),
     ("writer", "next_task", {}, {}),
     ("writer", "heartbeat", {"number": 1}, None),
-    ("writer", "give_back", {"number": 1}, None),
+    ("writer", "heartbeat", {"number": 1}, {"cost": {"usd": 0.5, "model": "m-1"}}),
+    ("writer", "heartbeat", {"number": 1}, {"cost": {"usd": "1"}}),  # 422: a number is a JSON number
+    ("writer", "give_back", {"number": 1}, {"cost": {"usd": 0.75, "input_tokens": 1200}}),
     ("writer", "give_back", {"number": 1}, None),  # 409: holds nothing
     ("writer", "heartbeat", {"number": 1}, None),  # 409 not_holder
     ("writer", "next_task", {}, {"number": 1}),
     ("writer", "next_task", {}, {"kind": "bogus"}),  # 422
     ("writer", "create_post", {}, {"body": "It runs.", "title": "Harness"}),
-    ("writer", "mark_done", {"number": 1}, {"post": 1}),
+    ("writer", "mark_done", {"number": 1}, {"post": 1, "cost": {"usd": 1.25, "output_tokens": 300}}),
     ("checker", "next_task", {}, {"kind": "check"}),
     ("checker", "confirm_attempt", {"number": 1, "attempt": 1}, None),
     ("checker", "confirm_attempt", {"number": 1, "attempt": 9}, None),  # 404
@@ -74,6 +76,8 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("writer", "release_slot", {"work_item_id": "T2"}, None),  # 403: a steward's
     ("writer", "get_task", {"number": 1}, None),
     ("writer", "get_task", {"number": 2}, None),
+    ("reader", "space_costs", {}, {"group_by": "model"}),
+    ("reader", "space_costs", {}, {"group_by": "colour"}),  # 422
 ]
 
 REST: dict[str, tuple[str, str]] = {
@@ -89,10 +93,12 @@ REST: dict[str, tuple[str, str]] = {
     "hold_slot": ("POST", "/holds"), "release_slot": ("DELETE", "/holds/{work_item_id}"), "get_task": ("GET", "/tasks/{number}"),
     "bind_title": ("POST", "/bind"), "similar_tasks": ("GET", "/tasks/similar"),
     "likely_duplicates": ("GET", "/tasks/duplicates"), "mark_not_duplicate": ("POST", "/tasks/{number}/not-duplicate"),
+    "space_costs": ("GET", "/costs"),
 }
 # MCP tool arguments where they are not the input itself (flat lookups, and renamed fields).
 MCP_ARGUMENTS = {"add_blocker": lambda data: {"blocker": data["task"]}}
-TIMES = {"last_heartbeat_at", "created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at"}
+TIMES = {"last_heartbeat_at", "created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at",
+         "since", "until"}
 
 
 def comparable(body: Any) -> Any:

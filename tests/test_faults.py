@@ -151,8 +151,9 @@ def test_next_killed_inside_its_work_is_retried_at_once_and_claims_once(agents):
     for title in ("Retry policy", "Write the onboarding guide"):
         create_task(space=space, actor=writer, title=title)
     with gunicorn_process(workers=1) as (base, master):
+        # The claim statement, by its opening: pg_stat_activity shows a statement's first KiB only.
         killed_inside_the_work(base, master, lock_sql="LOCK TABLE tasks_task IN SHARE MODE",
-                               statement='UPDATE "tasks_task"', path=f"{S}/next", key=key, body={})
+                               statement="WITH due AS (SELECT EXISTS", path=f"{S}/next", key=key, body={})
         assert not Claim.objects.exists() and not Operation.objects.exists()  # nothing of the attempt stayed
         retried = retry_until_answered(base, f"{S}/next", key, "K1", {})
     assert retried.status_code == 200 and retried.json()["task"]["number"] == 1

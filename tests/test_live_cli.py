@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from decimal import Decimal
 
 import pytest
 
@@ -116,3 +117,34 @@ def test_the_clients_context_manager_heartbeats_and_gives_back_on_error():
         assert claim.end_reason == "gave_back" and claim.last_heartbeat_at is not None
         with client.claimed(wait=0.5) as again:
             assert again is not None and again.number == 1
+
+
+def test_spaces_work_reports_the_commands_time_and_the_cost_it_wrote(tmp_path):
+    """SPEC §19: `spaces work` reports the command's wall time and what it wrote to
+    $SPACES_COST_FILE, on done and on a give-back; `spaces costs` prints the figures."""
+    from costs.models import Spend
+
+    space = load_agent_lab()
+    steward, _ = member_with_key(space, "steward", "steward")
+    _, writer = member_with_key(space, "writer", "agent-1")
+    create_task(space=space, actor=steward, title="Retry policy")
+    create_task(space=space, actor=steward, title="Write the onboarding guide")
+    failing = tmp_path / "fail.sh"
+    failing.write_text('#!/bin/sh\necho \'{"usd": 0.05, "model": "m-small"}\' > "$SPACES_COST_FILE"\nexit 3\n')
+    failing.chmod(0o755)
+    agent = tmp_path / "agent.sh"
+    agent.write_text('#!/bin/sh\nsleep 1\necho \'{"usd": 0.123456, "input_tokens": 2000, "output_tokens": 150, '
+                     '"model": "m-large"}\' > "$SPACES_COST_FILE"\necho done\n')
+    agent.chmod(0o755)
+    with gunicorn(workers=2, threads=None) as base:
+        assert spaces_cli(base, writer, "work", "--", str(failing)).returncode == 1
+        given_back = Spend.objects.get()
+        assert given_back.usd == Decimal("0.05") and given_back.model == "m-small"
+        worked = spaces_cli(base, writer, "work", "--", str(agent))
+        assert worked.returncode == 0, worked.stdout + worked.stderr
+        spend = Spend.objects.exclude(pk=given_back.pk).get()
+        assert spend.usd == Decimal("0.123456") and spend.input_tokens == 2000 and spend.output_tokens == 150
+        assert spend.model == "m-large" and spend.seconds >= 1
+        printed = spaces_cli(base, writer, "costs", "--group-by", "model")
+        assert printed.returncode == 0, printed.stderr
+        assert printed.stdout.splitlines()[0].startswith("m-large") and "0.173456 USD" in printed.stdout

@@ -19,6 +19,8 @@ from django.utils import timezone
 
 from allocation import services as allocation
 from allocation.models import SlotHold
+from costs import selectors as cost_selectors
+from costs.services import month_spend
 from spaces.models import Space
 from tasks import graph, history, lapses, selectors
 from tasks.filters import blocked, checked_filter, ready_condition
@@ -80,7 +82,8 @@ def version(space: Space) -> str:
     duplicates = allocation.conflicts_since(space.pk, now - DUPLICATES_WINDOW)
     warned = lapses.lapsing(Claim.objects.filter(space=space), now).count()
     due = lapses.due_claims(now=now, space_id=space.pk).count()
-    return f"{latest}.{duplicates}.{warned}.{due}"
+    spent = month_spend(space.pk, now)  # a report changes a card's spend with no history event
+    return f"{latest}.{duplicates}.{warned}.{due}.{spent}"
 
 
 def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
@@ -110,6 +113,7 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
               .annotate(confirms=Coalesce(Subquery(confirmed), 0)))
     for attempt in latest.values("task_id", "number", "state", "created_at", "decided_at", "confirms"):
         attempts.setdefault(attempt["task_id"], attempt)  # the latest attempt of each task
+    spends = cost_selectors.tasks_spend(space.pk, ids)
     out = {}
     for task in tasks:
         blocked_by, blocks = task.graph
@@ -129,7 +133,7 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
             "holders": [name for name, _ in held], "lapsing": task.pk in about_to_lapse,
             # the last claim lapsed and nobody holds it since (SPEC §15)
             "lapsed": iso(lapsed[task.pk]) if task.pk in lapsed and not held else None,
-            "blocked_by": blocked_by, "blocks": blocks,
+            "blocked_by": blocked_by, "blocks": blocks, "spend_usd": spends.get(task.pk, 0),
             "attempt": None if attempt is None else {
                 "number": attempt["number"], "state": attempt["state"], "confirmations": attempt["confirms"],
                 "needed": space.confirmations_required},

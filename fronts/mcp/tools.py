@@ -29,6 +29,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
 from common.refusals import DomainError, InvalidRequest, Unauthenticated
+from costs import commands as cost_commands
 from spaces import commands as space_commands
 from spaces.commands import Command
 from spaces.models import Member, Role
@@ -342,15 +343,20 @@ def next_task(number: int | None = None, join: bool = False, kind: str = "task",
     return command_result(commands.next_task, data=data, idempotency_key=idempotency_key)
 
 @tool
-def give_back(number: int, idempotency_key: str | None = None) -> dict[str, Any]:
-    """End your own claim on task `number`; other keys holding it keep theirs."""
-    return command_result(commands.give_back, number=number, idempotency_key=idempotency_key)
+def give_back(number: int, cost: dict[str, Any] | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
+    """End your own claim on task `number`; other keys holding it keep theirs. `cost`: what the claim
+    spent in all, {usd, input_tokens, output_tokens, seconds, model}."""
+    return command_result(commands.give_back, data=with_cost({}, cost), number=number,
+                          idempotency_key=idempotency_key)
 
 @tool
-def heartbeat(number: int, idempotency_key: str | None = None) -> dict[str, Any]:
+def heartbeat(number: int, cost: dict[str, Any] | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
     """Renew your claim on task `number` while you work on it (the space's claim_lease_seconds from now).
-    409 claim_lapsed: it lapsed (claim the task again); 409 not_holder: you hold none."""
-    return command_result(commands.heartbeat, number=number, idempotency_key=idempotency_key)
+    `cost`: what the claim spent so far, {usd, input_tokens, output_tokens, seconds, model}.
+    409 claim_lapsed: it lapsed (claim the task again); 409 not_holder: you hold none; 409
+    budget_exhausted: the task's budget is spent (stop)."""
+    return command_result(commands.heartbeat, data=with_cost({}, cost), number=number,
+                          idempotency_key=idempotency_key)
 
 @tool
 def create_post(body: str, title: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
@@ -359,9 +365,25 @@ def create_post(body: str, title: str = "", idempotency_key: str | None = None) 
                          idempotency_key=idempotency_key)
 
 @tool
-def mark_done(number: int, post: int, idempotency_key: str | None = None) -> dict[str, Any]:
-    """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle)."""
-    return command_result(commands.mark_done, data={"post": post}, number=number, idempotency_key=idempotency_key)
+def mark_done(number: int, post: int, cost: dict[str, Any] | None = None,
+              idempotency_key: str | None = None) -> dict[str, Any]:
+    """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle).
+    `cost`: what your claim (or, holding none, this attempt) spent in all,
+    {usd, input_tokens, output_tokens, seconds, model}."""
+    return command_result(commands.mark_done, data=with_cost({"post": post}, cost), number=number,
+                          idempotency_key=idempotency_key)
+
+
+def with_cost(data: dict[str, Any], cost: dict[str, Any] | None) -> dict[str, Any]:
+    return data if cost is None else {**data, "cost": cost}
+
+
+@tool
+def space_costs(since: str | None = None, until: str | None = None, group_by: str = "member") -> dict[str, Any]:
+    """What the space spent from `since` to `until` (ISO 8601; default: this calendar month), per
+    member, label, model or work_item_id, and the cost per accepted outcome (SPEC §19)."""
+    query = {"group_by": group_by, **({"since": since} if since else {}), **({"until": until} if until else {})}
+    return command_result(cost_commands.space_costs, data=query)
 
 @tool
 def confirm_attempt(number: int, attempt: int, idempotency_key: str | None = None) -> dict[str, Any]:

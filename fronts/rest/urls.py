@@ -2,13 +2,14 @@
 resolves its route in as few tries as it can."""
 from django.urls import path
 
-from fronts.rest import events, exports, spaces, tasks, webhooks
+from fronts.rest import costs, events, exports, spaces, tasks, webhooks
 
 urlpatterns = [
     path("spaces/<slug:slug>/bind", tasks.BindView.as_view(), name="bind"),
     path("spaces/<slug:slug>/holds", tasks.HoldListView.as_view(), name="holds"),
     path("spaces/<slug:slug>/holds/<str:work_item_id>", tasks.HoldDetailView.as_view(), name="hold"),
     path("spaces/<slug:slug>/summary", tasks.SummaryView.as_view(), name="summary"),
+    path("spaces/<slug:slug>/costs", costs.CostsView.as_view(), name="costs"),
     path("spaces/<slug:slug>/tasks", tasks.TaskListView.as_view(), name="tasks"),
     path("spaces/<slug:slug>/events", events.EventListView.as_view(), name="events"),
     path("spaces/<slug:slug>/tasks/window", tasks.TaskWindowView.as_view(), name="tasks-window"),

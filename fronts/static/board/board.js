@@ -43,6 +43,10 @@
     return seconds < 60 ? "just now" : duration(seconds) + " ago";
   }
 
+  function money(usd) {
+    return usd >= 100 ? usd.toFixed(0) : usd >= 1 ? usd.toFixed(2) : usd.toPrecision(2);
+  }
+
   function when(iso) {
     return iso ? new Date(iso).toLocaleString([], {dateStyle: "medium", timeStyle: "short"}) : "";
   }
@@ -69,6 +73,7 @@
     if (data.lapsing) meta.append(el("span", "lapsing", "claim lapses soon"), " · ");
     if (data.lapsed) meta.append(el("span", "lapsed", "claim lapsed " + ago(data.lapsed)), " · ");
     if (data.blocked_by.length) meta.append(el("span", "wait", "waits on " + data.blocked_by.map(n => "#" + n).join(", ")), " · ");
+    if (data.spend_usd) meta.append(el("span", "spend", "$" + money(data.spend_usd) + " spent"), " · ");
     if (data.attempt && (data.status === "in_review" || data.status === "done")) {
       const a = data.attempt;
       const text = a.state === "waiting"
@@ -114,6 +119,9 @@
     set("fig-done", s.done_last_7_days);
     set("fig-duplicates", s.duplicates_prevented_24h);
     set("fig-oldest", s.oldest_ready ? "#" + s.oldest_ready.task + " · " + duration(s.oldest_ready.age_seconds) : "none");
+    const c = s.cost;
+    set("fig-spend", "$" + money(c.spend_usd) + (c.budget_usd === null ? "" : " of $" + money(c.budget_usd)));
+    set("fig-per-outcome", c.per_accepted_usd === null ? "–" : "$" + money(c.per_accepted_usd));
   }
 
   const SVG = "http://www.w3.org/2000/svg";

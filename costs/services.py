@@ -1,0 +1,155 @@
+"""Spend reports and budgets (SPEC §19).
+
+A report is a claim's spend so far (a heartbeat's running total, a done's or give-back's final
+one), or, for a done without a claim, its attempt's. It replaces the row's earlier figures
+and moves the month's running total by the difference, in one statement, under the task's row
+lock the caller holds (so one claim's reports never race each other); the totals are added in
+the database, exact (``numeric``), never in a process. Many reports of one space at once queue
+on the month's row for the moment of their statement: the space passes its budget by at most
+the reports that were already made when it was reached (docs/architecture.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from datetime import timezone as dt_timezone
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+from django.db import connection
+from django.db.models import Sum
+from django.utils import timezone
+
+from costs.errors import BudgetExhausted
+from costs.models import MonthSpend, Spend
+from events import feed
+
+THRESHOLD = Decimal("0.8")  # budget.threshold at 80% of the space's month budget
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One report's figures (validated by ``costs.serializers.CostSerializer``)."""
+
+    usd: Decimal = Decimal(0)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: Decimal = Decimal(0)
+    model: str = ""
+
+    @classmethod
+    def of(cls, data: dict[str, Any] | None) -> "Cost | None":
+        return None if data is None else cls(**data)
+
+
+def month_of(moment: datetime) -> date:
+    """The calendar month (UTC) a moment falls in, as its first day."""
+    return moment.astimezone(dt_timezone.utc).date().replace(day=1)
+
+
+def month_start(moment: datetime) -> datetime:
+    first = month_of(moment)
+    return datetime(first.year, first.month, 1, tzinfo=dt_timezone.utc)
+
+
+@cache
+def report_sql() -> str:
+    """Upsert the source's row, then add the difference to the month's total, noting when the
+    month crosses 80% and 100% of ``budget`` (NULL: no budget). Returns the month's total and
+    whether this report crossed each mark."""
+    spend, month = Spend._meta.db_table, MonthSpend._meta.db_table
+    figures = ("usd", "input_tokens", "output_tokens", "seconds")
+    old = ", ".join(f"coalesce((SELECT {f} FROM previous), 0) AS {f}" for f in figures)
+    set_figures = ", ".join(f"{f} = EXCLUDED.{f}" for f in figures)
+    delta = ", ".join(f"put.{f} - old.{f}" for f in figures)
+    add = ", ".join(f"{f} = {month}.{f} + EXCLUDED.{f}" for f in figures)
+
+    def crossed(mark: str, total: str, was: str) -> str:
+        return (f"CASE WHEN {was} IS NULL AND %(budget)s::numeric IS NOT NULL AND {total} >= {mark} * %(budget)s "
+                f"THEN %(now)s ELSE {was} END")
+
+    return (
+        f"WITH previous AS (SELECT {', '.join(figures)} FROM {spend} WHERE space_id = %(space)s "
+        "AND (claim_id = %(claim)s::bigint OR (%(claim)s::bigint IS NULL AND claim_id IS NULL "
+        "AND attempt_id = %(attempt)s::bigint))), "
+        f"old AS (SELECT {old}), "
+        f"put AS (INSERT INTO {spend} (space_id, task_id, claim_id, attempt_id, member_id, model, usd, input_tokens, "
+        "output_tokens, seconds, reported_at) VALUES (%(space)s, %(task)s, %(claim)s, %(attempt)s, %(member)s, "
+        "%(model)s, %(usd)s, %(input_tokens)s, %(output_tokens)s, %(seconds)s, %(now)s) "
+        "ON CONFLICT (space_id, claim_id) WHERE claim_id IS NOT NULL DO UPDATE SET "
+        f"{set_figures}, attempt_id = coalesce(EXCLUDED.attempt_id, {spend}.attempt_id), "
+        f"model = CASE WHEN EXCLUDED.model <> '' THEN EXCLUDED.model ELSE {spend}.model END, "
+        "reported_at = EXCLUDED.reported_at "
+        f"RETURNING {', '.join(figures)}), "
+        f"total AS (INSERT INTO {month} AS m (space_id, month, {', '.join(figures)}, threshold_at, exhausted_at) "
+        f"SELECT %(space)s, %(month)s, {delta}, "
+        f"{crossed(str(THRESHOLD), 'put.usd - old.usd', 'NULL::timestamptz')}, "
+        f"{crossed('1', 'put.usd - old.usd', 'NULL::timestamptz')} FROM put, old "
+        f"ON CONFLICT (space_id, month) DO UPDATE SET {add.replace(month + '.', 'm.')}, "
+        f"threshold_at = {crossed(str(THRESHOLD), 'm.usd + EXCLUDED.usd', 'm.threshold_at')}, "
+        f"exhausted_at = {crossed('1', 'm.usd + EXCLUDED.usd', 'm.exhausted_at')} "
+        "RETURNING usd, threshold_at = %(now)s, exhausted_at = %(now)s) "
+        "SELECT * FROM total"
+    )
+
+
+def report(*, space, task_id: int, member_id: int, cost: Cost, claim_id: int | None = None,
+           attempt_id: int | None = None, now: datetime | None = None) -> None:
+    """Record ``cost`` as the spend of ``claim_id`` (or, with none, of the claimless
+    ``attempt_id``), in the caller's transaction; the month's total moves by the difference, and
+    a crossed mark of the space's budget is an event of its feed (once a month each)."""
+    now = now or timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(report_sql(), {
+            "space": space.pk, "task": task_id, "claim": claim_id, "attempt": attempt_id, "member": member_id,
+            "model": cost.model, "usd": cost.usd, "input_tokens": cost.input_tokens,
+            "output_tokens": cost.output_tokens, "seconds": cost.seconds, "now": now, "month": month_of(now),
+            "budget": space.budget_usd,
+        })
+        total, threshold, exhausted = cursor.fetchone()
+    figures = {"spend_usd": float(total), "budget_usd": float(space.budget_usd or 0), "month": month_of(now).isoformat()[:7]}
+    if threshold:
+        feed.record(space_id=space.pk, type="budget.threshold", data=figures)
+    if exhausted:
+        feed.record(space_id=space.pk, type="budget.exhausted", data=figures)
+
+
+def month_spend(space_id: int, now: datetime | None = None) -> Decimal:
+    """The space's spend this calendar month (UTC): one row."""
+    found = MonthSpend.objects.filter(space_id=space_id, month=month_of(now or timezone.now())).values_list(
+        "usd", flat=True).first()
+    return found if found is not None else Decimal(0)
+
+
+def check_space_budget(space) -> None:
+    """``409 budget_exhausted`` when the space's spend this month has reached its budget."""
+    if space.budget_usd is None:
+        return
+    spent = month_spend(space.pk)
+    if spent >= space.budget_usd:
+        raise BudgetExhausted(
+            f"This space spent {spent} USD this month, its budget is {space.budget_usd} USD: nothing is handed out "
+            "until a steward raises the budget or the month turns.",
+            spend_usd=float(spent), budget_usd=float(space.budget_usd), scope="space")
+
+
+def task_spend(space_id: int, task_id: int) -> Decimal:
+    """The task's spend: the sum over its claims' and claimless attempts' reports, in the database."""
+    return Spend.objects.filter(space_id=space_id, task_id=task_id).aggregate(usd=Sum("usd"))["usd"] or Decimal(0)
+
+
+def task_budget_reached(task) -> bool:
+    return task.budget_usd is not None and task_spend(task.space_id, task.pk) >= task.budget_usd
+
+
+def check_task_budget(task) -> None:
+    """``409 budget_exhausted`` when the task's spend has reached its budget."""
+    if task.budget_usd is None:
+        return
+    spent = task_spend(task.space_id, task.pk)
+    if spent >= task.budget_usd:
+        raise BudgetExhausted(
+            f"Task {task.number} spent {spent} USD, its budget is {task.budget_usd} USD: stop working on it "
+            "(a done still counts as an attempt).",
+            spend_usd=float(spent), budget_usd=float(task.budget_usd), scope="task")
