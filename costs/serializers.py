@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from spaces.serializers import StrictCharField, StrictInputSerializer
@@ -22,6 +23,7 @@ class CostSerializer(StrictInputSerializer):
         return Decimal(str(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_EVEN)  # kept to the millisecond
 
 
+@extend_schema_field(CostSerializer)
 class CostField(serializers.Field):
     """``cost`` as one flat field (a shallow copy binds it: the busiest routes take it): the
     object, checked by ``CostSerializer``, becomes a ``costs.services.Cost``."""

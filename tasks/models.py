@@ -372,7 +372,12 @@ class Attempt(models.Model):
             models.UniqueConstraint(fields=["space", "task", "cycle", "member"], name="attempt_one_per_member_cycle"),
             models.CheckConstraint(condition=Q(state__in=AttemptState.values), name="attempt_state_valid"),
         ]
-        indexes = [models.Index(fields=["space", "task"], name="attempt_waiting", condition=Q(state="waiting"))]
+        indexes = [
+            models.Index(fields=["space", "task"], name="attempt_waiting", condition=Q(state="waiting")),
+            # SPEC §19: the outcomes accepted in a period (the cost per accepted outcome), however many
+            # attempts the space has.
+            models.Index(fields=["space", "decided_at"], name="attempt_accepted_by_time", condition=Q(state="accepted")),
+        ]
 
     def __str__(self) -> str:
         return f"attempt {self.number} by {self.member.name} ({self.state})"
