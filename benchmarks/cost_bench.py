@@ -31,8 +31,7 @@ def seed(space_id: int, member_id: int, total: int, recent: int) -> None:
 
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")  # no history triggers while seeding
-        cursor.execute(
-            """
+        script = """
             INSERT INTO spaces_post (space_id, author_id, title, body, created_at) VALUES (%(space)s, %(member)s, '', 'r', now());
             INSERT INTO tasks_task (space_id, number, title, body, delivery_mode, work_item_id, conflict_kind,
                 conflict_target, status, cycle, creator_id, received_seq, payload_sha256, close_reason, created_at,
@@ -61,8 +60,10 @@ def seed(space_id: int, member_id: int, total: int, recent: int) -> None:
             SELECT %(space)s, date_trunc('month', now() AT TIME ZONE 'UTC')::date, sum(usd), sum(input_tokens),
                    sum(output_tokens), sum(seconds)
             FROM costs_spend WHERE space_id = %(space)s AND reported_at >= date_trunc('month', now() AT TIME ZONE 'UTC');
-            """,
-            {"space": space_id, "member": member_id, "total": total, "recent": recent})
+            """
+        values = {"space": space_id, "member": member_id, "total": total, "recent": recent}
+        for statement in filter(str.strip, script.split(";")):  # one statement at a time (prepared)
+            cursor.execute(statement, values)
 
 
 def timed(action, repeats: int) -> float:
