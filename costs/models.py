@@ -43,6 +43,9 @@ class Spend(models.Model):
             models.Index(fields=["space", "reported_at"], name="spend_by_time"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.usd} USD on task {self.task_id}"
+
 
 class MonthSpend(models.Model):
     """A space's spend in one calendar month (UTC), moved by every report in the report's own
@@ -60,3 +63,6 @@ class MonthSpend(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["space", "month"], name="monthspend_one_per_month")]
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m}: {self.usd} USD"

@@ -226,3 +226,13 @@ def test_a_spaces_budget_holds_while_agents_race():
     assert spent == sum(s.usd for s in Spend.objects.filter(space=space))  # exact
     assert Decimal(1) <= spent <= Decimal(1) + 8 * Decimal("0.3")
     assert Claim.objects.filter(space=space).count() == Spend.objects.filter(space=space).count()
+
+
+def test_the_admin_shows_spend_read_only(admin_client, writer, tasks3):
+    number = claim(writer)
+    writer.api.post(f"{S}/tasks/{number}/heartbeat", {"cost": {"usd": 0.42, "model": "m-admin"}})
+    months = admin_client.get("/admin/costs/monthspend/")
+    assert months.status_code == 200 and b"0.420000" in months.content
+    reports = admin_client.get("/admin/costs/spend/")
+    assert reports.status_code == 200 and b"m-admin" in reports.content
+    assert admin_client.get("/admin/costs/spend/add/").status_code == 403  # written by reports only
