@@ -15,7 +15,6 @@ from datetime import date, datetime
 from datetime import timezone as dt_timezone
 from decimal import Decimal
 from functools import cache
-from typing import Any
 
 from django.db import connection
 from django.db.models import Sum
@@ -38,10 +37,6 @@ class Cost:
     seconds: Decimal = Decimal(0)
     model: str = ""
 
-    @classmethod
-    def of(cls, data: dict[str, Any] | None) -> "Cost | None":
-        return None if data is None else cls(**data)
-
 
 def month_of(moment: datetime) -> date:
     """The calendar month (UTC) a moment falls in, as its first day."""
@@ -63,7 +58,7 @@ def report_sql() -> str:
     old = ", ".join(f"coalesce((SELECT {f} FROM previous), 0) AS {f}" for f in figures)
     set_figures = ", ".join(f"{f} = EXCLUDED.{f}" for f in figures)
     delta = ", ".join(f"put.{f} - old.{f}" for f in figures)
-    add = ", ".join(f"{f} = {month}.{f} + EXCLUDED.{f}" for f in figures)
+    add = ", ".join(f"{f} = m.{f} + EXCLUDED.{f}" for f in figures)
 
     def crossed(mark: str, total: str, was: str) -> str:
         return (f"CASE WHEN {was} IS NULL AND %(budget)s::numeric IS NOT NULL AND {total} >= {mark} * %(budget)s "
@@ -86,7 +81,7 @@ def report_sql() -> str:
         f"SELECT %(space)s, %(month)s, {delta}, "
         f"{crossed(str(THRESHOLD), 'put.usd - old.usd', 'NULL::timestamptz')}, "
         f"{crossed('1', 'put.usd - old.usd', 'NULL::timestamptz')} FROM put, old "
-        f"ON CONFLICT (space_id, month) DO UPDATE SET {add.replace(month + '.', 'm.')}, "
+        f"ON CONFLICT (space_id, month) DO UPDATE SET {add}, "
         f"threshold_at = {crossed(str(THRESHOLD), 'm.usd + EXCLUDED.usd', 'm.threshold_at')}, "
         f"exhausted_at = {crossed('1', 'm.usd + EXCLUDED.usd', 'm.exhausted_at')} "
         "RETURNING usd, threshold_at = %(now)s, exhausted_at = %(now)s) "
@@ -139,17 +134,15 @@ def task_spend(space_id: int, task_id: int) -> Decimal:
     return Spend.objects.filter(space_id=space_id, task_id=task_id).aggregate(usd=Sum("usd"))["usd"] or Decimal(0)
 
 
-def task_budget_reached(task) -> bool:
-    return task.budget_usd is not None and task_spend(task.space_id, task.pk) >= task.budget_usd
-
-
-def check_task_budget(task) -> None:
-    """``409 budget_exhausted`` when the task's spend has reached its budget."""
+def task_over_budget(task) -> BudgetExhausted | None:
+    """The ``409 budget_exhausted`` to answer when the task's spend has reached its budget; None
+    while it has not (or it has no budget: then nothing is read)."""
     if task.budget_usd is None:
-        return
+        return None
     spent = task_spend(task.space_id, task.pk)
     if spent >= task.budget_usd:
-        raise BudgetExhausted(
+        return BudgetExhausted(
             f"Task {task.number} spent {spent} USD, its budget is {task.budget_usd} USD: stop working on it "
             "(a done still counts as an attempt).",
             spend_usd=float(spent), budget_usd=float(task.budget_usd), scope="task")
+    return None

@@ -194,7 +194,9 @@ def claim_task(*, space: Space, member: Member, number: object, join: bool = Fal
         mine = live_claims(task).filter(member=member).first()
         if mine is not None:
             return task, mine  # already holding it: claiming again changes nothing
-        costs.check_task_budget(task)  # SPEC §19: a task at its budget is handed out no more
+        refusal = costs.task_over_budget(task)  # SPEC §19: a task at its budget is handed out no more
+        if refusal is not None:
+            raise refusal
         blockers = graph.blocker_numbers(task)
         if blockers:
             raise errors.TaskBlocked(
@@ -280,7 +282,7 @@ def heartbeat(*, task: Task, member: Member, cost: Cost | None = None) -> Claim:
         if claim is not None and cost is not None:
             costs.report(space=task.space, task_id=task.pk, member_id=member.pk, claim_id=claim.pk, cost=cost,
                          now=now)
-        exhausted = claim is not None and costs.task_budget_reached(task)
+        exhausted = costs.task_over_budget(task) if claim is not None else None
         if claim is not None and not exhausted:
             claim.expires_at, claim.last_heartbeat_at = claim_expiry(task.space, now), now
             Claim.objects.filter(space_id=claim.space_id, pk=claim.pk).update(
@@ -292,7 +294,7 @@ def heartbeat(*, task: Task, member: Member, cost: Cost | None = None) -> Claim:
         last = None if exhausted else task.claims.filter(space_id=task.space_id, member=member).order_by("-pk").first()
     # Refused outside the block, so the lapse (or the spend) recorded on the way stays recorded.
     if exhausted:
-        costs.check_task_budget(task)
+        raise exhausted
     if last is not None and last.end_reason == ClaimEnd.LAPSED:
         raise errors.ClaimLapsed(
             f"Your claim on task {task.number} lapsed at {last.ended_at.isoformat()}; claim it again "

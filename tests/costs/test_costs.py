@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from costs.models import MonthSpend, Spend
 from events.models import Event
-from tests.conftest import make_persona
 from tests.tasks.conftest import set_space
 
 S = "/v1/spaces/agent-lab"
@@ -98,6 +97,19 @@ def test_a_task_at_its_budget_is_no_longer_handed_out_and_its_holder_is_told(wri
     assert claim(writer2) != 1  # handed out no more
     assert done(writer, 1).status_code == 201  # a done is still an attempt
     assert steward.api.patch(f"{S}/tasks/1", {"budget_usd": None}).status_code == 200
+    kinds = [e["kind"] for e in writer.api.get(f"{S}/tasks/1/history").json()["results"]]
+    assert kinds.count("budget_changed") == 2  # set, then cleared: each a history event
+
+
+def test_a_budget_set_at_create_is_kept_and_refused_when_malformed(writer, tasks3):
+    created = writer.api.post(f"{S}/tasks", {"title": "Budgeted work", "budget_usd": 2.5})
+    assert created.status_code == 201, created.content
+    from tasks.models import Task
+
+    assert Task.objects.get(number=created.json()["number"]).budget_usd == Decimal("2.5")
+    for bad in ("2.5", -1, 0.0000001, True):
+        refused = writer.api.post(f"{S}/tasks", {"title": f"Budgeted work {bad!r}", "budget_usd": bad})
+        assert refused.status_code == 422 and "budget_usd" in str(refused.json()), refused.content
 
 
 def test_a_space_at_its_months_budget_answers_next_409_and_the_rest_goes_on(space, writer, writer2, steward, tasks3):
