@@ -187,30 +187,44 @@ def stream(*, space_id: int, params, last_event_id: str | None, wait_for: WaitFo
 
 
 def _stream(space_id: int, asked: Question, page: Page, wait_for: WaitForEvent) -> Iterator[str]:
-    ends = time.monotonic() + STREAM_SECONDS
     yield "retry: 2000\n: following the feed\n\n"
-    sent = time.monotonic()
+    yield from as_lines(page)
+    for later in follow(space_id, page.next, types=asked.types, task=asked.task, limit=asked.limit,
+                        wait_for=wait_for):
+        yield from as_lines(later) if later.events else [": keep-alive\n\n"]
+
+
+def as_lines(page: Page) -> Iterator[str]:
+    for event in page.events:
+        body = json.dumps(as_answer(event), cls=DjangoJSONEncoder)
+        yield f"id: {event.seq}\nevent: {event.type}\ndata: {body}\n\n"
+
+
+def follow(space_id: int, after: int, *, types: list[str], task: int | None, limit: int = DEFAULT_LIMIT,
+           wait_for: WaitForEvent, seconds: float | None = None) -> Iterator[Page]:
+    """The space's events after ``after`` as they commit, for ``seconds``: each page that has
+    some, and an empty page when KEEPALIVE_SECONDS passed with none (a stream's keep-alive);
+    ``seconds`` STREAM_SECONDS unless given.
+    Over when the time is up or the process is stopping (the follower resumes from the last
+    seq it got). It holds a thread, never a connection, between its reads; a timed-out wait
+    reads nothing, so an idle follower sends no statement."""
+    ends = time.monotonic() + (STREAM_SECONDS if seconds is None else seconds)
+    page, sent = Page([], after), time.monotonic()
     while True:
-        for event in page.events:
-            body = json.dumps(as_answer(event), cls=DjangoJSONEncoder)
-            yield f"id: {event.seq}\nevent: {event.type}\ndata: {body}\n\n"
-            sent = time.monotonic()
-        connection.close()  # a stream holds a thread, never a connection, between its reads
+        connection.close()
         left = ends - time.monotonic()
         if left <= 0:
             return
-        # A timed-out wait reads nothing: an idle stream sends no statement, only its comment.
         pause = min(max(0.0, KEEPALIVE_SECONDS - (time.monotonic() - sent)), left)
         woken = wait_for(space_id, page.next, pause) if pause > 0 else Woken.TIMEOUT
         if woken is Woken.STOPPING:
-            return  # the client reconnects, elsewhere, with Last-Event-ID
+            return
         if woken is Woken.EVENT:
-            page = read(space_id=space_id, after=page.next, types=asked.types, task=asked.task,
-                        limit=asked.limit, since_checked=True)
+            page = read(space_id=space_id, after=page.next, types=types, task=task, limit=limit, since_checked=True)
         else:
             page = Page([], page.next)
-        if not page.events and time.monotonic() - sent >= KEEPALIVE_SECONDS - 0.05:
-            yield ": keep-alive\n\n"
+        if page.events or time.monotonic() - sent >= KEEPALIVE_SECONDS - 0.05:
+            yield page
             sent = time.monotonic()
 
 

@@ -16,7 +16,6 @@ import contextvars
 import functools
 import inspect
 import json
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from asgiref.sync import sync_to_async
@@ -25,10 +24,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 from mcp.types import CallToolResult, TextContent
-from rest_framework.utils.encoders import JSONEncoder
 
-from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
-from common.refusals import DomainError, InvalidRequest, Unauthenticated
+from common.refusals import DomainError, InvalidRequest
+from common.version import project_version
+from fronts.running import Caller, answer_of, run_command
 from costs import commands as cost_commands
 from spaces import commands as space_commands
 from spaces.commands import Command
@@ -42,16 +41,6 @@ from tasks.serializers import TaskSerializer
 from tasks.waiting import REGISTRY
 
 
-@dataclass(frozen=True)
-class Caller:
-    """Who calls: the member the API key authenticated, and the key as presented (an
-    operation with an idempotency key authenticates it again, in its unit of work)."""
-
-    member: Member
-    raw_key: str
-    key_id: int | None = None  # the key's row, whose waits are counted (SPEC §15 Capacity)
-
-
 CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("mcp_caller")
 
 
@@ -61,15 +50,6 @@ class Refused(Exception):
     def __init__(self, body: dict) -> None:
         super().__init__(body.get("detail", ""))
         self.body = body
-
-
-def tool_answer(call) -> Answer:
-    """A tool's result as JSON (or the answer it made), or its refusal, as the answer an operation stores."""
-    try:
-        result = call()
-        return result if isinstance(result, Answer) else Answer(200, json.loads(json.dumps(result, default=str)))
-    except DomainError as error:
-        return Answer(error.http_status, error.as_body())
 
 
 def member(role: str = Role.READER) -> Member:
@@ -83,7 +63,7 @@ def member(role: str = Role.READER) -> Member:
 def read_result(role: str, action) -> Any:
     """A read that is not a command of its own (space_info, reference, list_tasks, notifications):
     the role check, then the action, its refusal as the REST problem body."""
-    answer = tool_answer(lambda: action(member(role)))
+    answer = answer_of(lambda: action(member(role)))
     if answer.status >= 400:
         raise Refused(answer.body)
     return answer.body
@@ -95,27 +75,11 @@ def command_result(command: Command, *, data: Any = None, idempotency_key: str |
     runs as one unit of work, by the same runner; with ``idempotency_key`` the unit is an attempt
     at an operation (SPEC §7.1), so a retry answers with the first outcome instead of doing the
     work twice. The answer is the command's reply body; a refusal, the REST problem body."""
-    caller = CALLER.get()
-
-    def act(who, unit=None) -> Answer:
-        reply = command(who, unit=unit, data=data, **lookups)
-        return Answer(reply.status, json.loads(json.dumps(reply.body, cls=JSONEncoder)))
-
-    if not command.mutates:
-        answer = tool_answer(lambda: act(caller.member))
-    else:
-        def work(unit: UnitOfWork) -> Answer:
-            return tool_answer(lambda: act(unit.api_key.member if unit.api_key else caller.member, unit))
-
-        idempotent = None if not idempotency_key else Idempotent(
-            raw_key=caller.raw_key, key=idempotency_key, method="MCP", path=f"/mcp/{command.name}",
-            body={"data": data, **lookups})
-        try:
-            _, answer = run_unit(work, idempotent=idempotent, caller_key=caller.key_id)
-        except DomainError as error:
-            raise Refused(error.as_body()) from None
-        if answer is None:
-            raise Refused(Unauthenticated().as_body())
+    try:
+        answer = run_command(CALLER.get(), command, front="mcp", data=data, idempotency_key=idempotency_key,
+                             **lookups)
+    except DomainError as error:
+        raise Refused(error.as_body()) from None
     if answer.status >= 400:
         raise Refused(answer.body)
     return answer.body
@@ -134,16 +98,6 @@ def answered(fn: Callable[..., Any], arguments: dict[str, Any]) -> CallToolResul
 
 
 TOOLS: dict[str, Callable[..., Any]] = {}
-
-
-def project_version() -> str:
-    """The project's version, as installed (pyproject.toml)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("spaces-service")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 class SpacesServer(MCPServer):
