@@ -16,3 +16,5 @@ class FrontsConfig(AppConfig):
         # GET /v1/reference's sections, each described from the code it documents.
         from fronts.reference import agents, allocation, cost, events, tasks  # noqa: F401
         from fronts.rest import exports, spaces  # noqa: F401
+        # An A2A push config's deliveries are rendered by the A2A front (webhooks.formats).
+        from fronts.a2a import push  # noqa: F401

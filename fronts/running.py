@@ -28,6 +28,7 @@ class Caller:
     member: Member
     raw_key: str
     key_id: int | None = None  # the key's row, whose waits are counted (SPEC §15 Capacity)
+    base_url: str = ""  # where the caller reached this server (the A2A card names its interfaces by it)
 
 
 def answer_of(call) -> Answer:

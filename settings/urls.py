@@ -37,6 +37,8 @@ urlpatterns = [
          {"action": "retry"}, name="board-webhook-delivery-retry"),
     # MCP for agents, authenticated with the member's API key like the REST routes.
     path("mcp", MCPEndpoint.as_view(), name="mcp"),
+    # A2A (SPEC §18): a space as an agent other agents hand work to, with the member's API key.
+    path("", include("fronts.a2a.urls")),
     # The schema is the same for every request of a deployment: built once per process an hour.
     path("v1/schema", cache_page(60 * 60)(SpectacularAPIView.as_view()), name="schema"),
     # Swagger UI with its start-up script served as a file of its own, so the page's

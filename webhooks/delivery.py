@@ -41,9 +41,9 @@ from operations import counters
 from tasks.lifecycle import notify_stewards
 from tasks.models import NotificationKind
 from tasks.waiting import REGISTRY
-from webhooks import addresses
+from webhooks import addresses, formats
 from webhooks.models import Delivery, DeliveryAttempt, DeliveryState, Endpoint
-from webhooks.services import DELIVERY_LIFETIME, as_body
+from webhooks.services import DELIVERY_LIFETIME
 
 log = logging.getLogger("spaces.webhooks")
 
@@ -101,11 +101,13 @@ def fill(endpoint_id: int, token: str) -> None:
         events = Event.objects.filter(space_id=endpoint.space_id, seq__gt=endpoint.cursor, seq__lte=last_seq)
         if endpoint.types:
             events = events.filter(type__in=endpoint.types)
+        if endpoint.task_number is not None:
+            events = events.filter(task_number=endpoint.task_number)
         found = list(events.select_related("actor").order_by("seq")[:FILL_BATCH])
         now = timezone.now()
         Delivery.objects.bulk_create([
             Delivery(space_id=endpoint.space_id, endpoint=endpoint, event_id=f"evt_{event.pk}", seq=event.seq,
-                     type=event.type, body=as_body(feed.as_answer(event)), next_at=now,
+                     type=event.type, body=formats.body_of(endpoint.format, event), next_at=now,
                      give_up_at=now + DELIVERY_LIFETIME)
             for event in found], ignore_conflicts=True)  # once per event, whatever happens (the unique index)
         endpoint.cursor = found[-1].seq if len(found) == FILL_BATCH else last_seq
@@ -155,8 +157,8 @@ def send_in_order(endpoint: Endpoint, batch: list[Delivery], ends: float,
         if delivery.next_at > timezone.now() or time.monotonic() >= ends:
             return tried, False  # the head waits for its next try; those behind it wait too
         now = timezone.now()
-        answer = addresses.post(endpoint.url, delivery.body.encode(),
-                                signature_headers(endpoint, delivery.event_id, delivery.body, now))
+        headers = {**endpoint.extra_headers(), **signature_headers(endpoint, delivery.event_id, delivery.body, now)}
+        answer = addresses.post(endpoint.url, delivery.body.encode(), headers)
         tried.append((delivery, answer))
         if not answer.ok:
             return tried, False

@@ -34,9 +34,29 @@ class Endpoint(models.Model):
     created_by = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+", db_index=False)
     created_at = models.DateTimeField(default=timezone.now)
+    # What a delivery's body is (webhooks.formats): the feed's event, or another front's rendering
+    # of it (an A2A push notification, SPEC §18).
+    format = models.CharField(max_length=16, default="event")
+    # An A2A push notification config (SPEC §18): one task's events, to the requester's URL, with
+    # its id, token and Authorization as the requester gave them (they are the requester's to send).
+    task_number = models.BigIntegerField(null=True, blank=True)
+    push_id = models.CharField(max_length=64, blank=True, default="")
+    push_token = models.CharField(max_length=500, blank=True, default="")
+    push_authorization = models.CharField(max_length=1000, blank=True, default="")
 
     class Meta:
         indexes = [models.Index(fields=["space", "id"], name="endpoint_space_id")]
+        constraints = [models.UniqueConstraint(fields=["space", "task_number", "push_id"], name="endpoint_push_once",
+                                               condition=models.Q(task_number__isnull=False))]
+
+    def extra_headers(self) -> dict[str, str]:
+        """What an A2A push config asks each delivery to carry (its token, its Authorization)."""
+        headers = {}
+        if self.push_token:
+            headers["X-A2A-Notification-Token"] = self.push_token
+        if self.push_authorization:
+            headers["Authorization"] = self.push_authorization
+        return headers
 
     def __str__(self) -> str:
         return self.url

@@ -1,0 +1,155 @@
+"""The A2A operations (SPEC §18), whichever binding carried them: each is a thin adapter over
+the same commands as REST and MCP (``tasks.commands``), run by the same runner, with the same
+role checks and refusals (``fronts.running``); a refusal is raised as an A2A error.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from django.utils import timezone
+
+from allocation.runner import Answer
+from common.refusals import DomainError, InvalidRequest
+from fronts.a2a import messages, push
+from fronts.a2a.answers import FRONT, answered
+from fronts.a2a.errors import of_domain, refused
+from fronts.a2a.card import agent_card
+from fronts.a2a.tasks import as_task, statuses_of
+from fronts.running import Caller, run_command
+from spaces.models import Role
+from spaces.permissions import role_refusal
+from tasks import commands
+from tasks.models import Task, TaskStatus
+from tasks.serializers import TaskSerializer
+from tasks.status import shown_in, with_shown_status
+
+RESERVED_PATIENCE = 3.0  # seconds a send waits out another request creating the same work (converging)
+DEFAULT_PAGE, MAX_PAGE = 50, 100
+
+
+def task_body(caller: Caller, number: object) -> dict[str, Any]:
+    """A task's answer as ``GET …/tasks/{n}`` gives it (the reader's role, its 404)."""
+    return answered(caller, commands.get_task, number=number).body
+
+
+def history_length(request: Any) -> int | None:
+    """What a request asks of the history: None for all of it (unset), else at most that many."""
+    if not request.HasField("history_length"):
+        return None
+    return max(0, request.history_length)
+
+
+def send_message(caller: Caller, request: pb.SendMessageRequest) -> pb.SendMessageResponse:
+    return pb.SendMessageResponse(task=sent_task(caller, request))
+
+
+def sent_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
+    """``SendMessage``: a task created through ``POST …/tasks``'s command (the message id is its
+    Idempotency-Key), or a note on the task the message names. Work another task already
+    occupies answers that task, saying so (``metadata.spaces.outcome = "redirect"``). A push
+    notification config in the message's configuration is registered for the task it answers."""
+    task = answered_task(caller, request)
+    if request.configuration.HasField("task_push_notification_config"):
+        config = pb.TaskPushNotificationConfig()
+        config.CopyFrom(request.configuration.task_push_notification_config)
+        config.task_id = task.id
+        push.create(caller, config)
+    return task
+
+
+def answered_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
+    space = caller.member.space
+    if not request.message.message_id:
+        raise of_domain(InvalidRequest("A message needs its messageId.",
+                                                fields={"messageId": ["The message's id: its Idempotency-Key."]}))
+    try:
+        asked = messages.asked(request.message)
+    except DomainError as error:
+        raise of_domain(error) from None
+    shown = history_length(request.configuration) if request.HasField("configuration") else 0
+    shown = 0 if shown is None else shown
+    key = request.message.message_id
+    if asked.note:
+        answer = answered(caller, commands.add_note, data=asked.data, idempotency_key=key, number=asked.task)
+        extra = {"outcome": "noted", "note": answer.body.get("id"), "replayed": answer.replayed}
+        return as_task(space, task_body(caller, asked.task), history_length=shown, extra=extra)
+    answer = create(caller, asked.data, key)
+    if answer.status == 201:
+        extra = {"outcome": "created", "replayed": answer.replayed}
+        if "similar" in answer.body:
+            extra["similar"] = answer.body["similar"]
+        return as_task(space, answer.body, history_length=shown, extra=extra)
+    body = answer.body  # 409: the work is another task's (SPEC §4.6)
+    extra = {"outcome": "redirect", "conflict_key": body.get("conflict_key"), "winner": body["winner"]["id"],
+             "replayed": answer.replayed}
+    return as_task(space, task_body(caller, body["winner"]["id"]), history_length=shown, extra=extra)
+
+
+def create(caller: Caller, data: dict[str, Any], key: str) -> Answer:
+    """The create's answer: 201, or a 409 naming the task that holds the work. Another request
+    creating the same work right now (``conflict_key_reserved``) is waited out, as a client told
+    to retry would, so requesters converge on one task; any other refusal is raised."""
+    deadline = time.monotonic() + RESERVED_PATIENCE
+    while True:
+        try:
+            answer = run_command(caller, commands.create_task, front=FRONT, data=data, idempotency_key=key)
+        except DomainError as error:
+            raise of_domain(error) from None
+        body = answer.body if isinstance(answer.body, dict) else {}
+        winner = body.get("winner") or {}
+        if answer.status == 201 or (answer.status == 409 and winner.get("type") == "task"):
+            return answer
+        if body.get("code") == "conflict_key_reserved" and time.monotonic() < deadline:
+            time.sleep(body.get("retry_after_ms", 100) / 1000)
+            continue
+        raise refused(answer.status, body)
+
+
+def get_task(caller: Caller, request: pb.GetTaskRequest) -> pb.Task:
+    return as_task(caller.member.space, task_body(caller, request.id), history_length=history_length(request))
+
+
+def cancel_task(caller: Caller, request: pb.CancelTaskRequest) -> pb.Task:
+    """``CancelTask``: the task withdrawn (SPEC §5.2: its creator or a steward)."""
+    reason = request.metadata.fields["reason"].string_value if "reason" in request.metadata.fields else ""
+    answer = answered(caller, commands.withdraw_task, cancel=True, data={"reason": reason}, number=request.id)
+    return as_task(caller.member.space, answer.body, history_length=0)
+
+
+def list_tasks(caller: Caller, request: pb.ListTasksRequest) -> pb.ListTasksResponse:
+    """``ListTasks``: the space's tasks, newest first, by state, a page at a time (the page token
+    is the number the next page starts below). A superseded task is shown by its survivor."""
+    member = caller.member
+    refusal = role_refusal(member, Role.READER)
+    if refusal is not None:
+        raise of_domain(refusal)
+    size = request.page_size if request.HasField("page_size") else DEFAULT_PAGE
+    if not 1 <= size <= MAX_PAGE:
+        raise of_domain(InvalidRequest("Bad pageSize.", fields={"pageSize": [f"From 1 to {MAX_PAGE}."]}))
+    if request.context_id and request.context_id != member.space.slug:
+        return pb.ListTasksResponse(page_size=size)
+    now = timezone.now()
+    tasks = Task.objects.filter(space=member.space).exclude(status=TaskStatus.SUPERSEDED)
+    if request.status:
+        tasks = tasks.filter(shown_in(statuses_of(request.status), now))
+    total = tasks.count()
+    if request.page_token:
+        if not request.page_token.isdigit():
+            raise of_domain(InvalidRequest("Bad pageToken.", fields={"pageToken": [
+                "The nextPageToken of the page before."]}))
+        tasks = tasks.filter(number__lt=int(request.page_token))
+    page = list(with_shown_status(tasks.select_related("creator", "superseded_by"), now).order_by("-number")[:size + 1])
+    more, page = len(page) > size, page[:size]
+    shown = history_length(request)
+    found = [as_task(member.space, TaskSerializer(task).data, history_length=0 if shown is None else shown,
+                     artifacts=request.include_artifacts) for task in page]
+    return pb.ListTasksResponse(tasks=found, page_size=size, total_size=total,
+                                next_page_token=str(page[-1].number) if more else "")
+
+
+def get_extended_card(caller: Caller, request: pb.GetExtendedAgentCardRequest) -> pb.AgentCard:
+    """The card a member reads: the public one, saying what the caller's key may do."""
+    return agent_card(caller.member.space, caller.base_url, member=caller.member)
+

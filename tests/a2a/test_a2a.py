@@ -1,0 +1,212 @@
+"""The A2A front (SPEC §18) in one process: the card, both bindings, the operations over the same
+commands as REST, refusals as A2A errors carrying the REST problem body."""
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tasks.models import Task, TaskStatus
+
+pytestmark = pytest.mark.django_db(transaction=True)
+A = "/a2a/agent-lab"
+S = "/v1/spaces/agent-lab"
+
+
+def rpc(persona, method: str, params: dict, *, version: str = "1.0"):
+    """One JSON-RPC call; the response's JSON."""
+    response = persona.api.post(A, {"jsonrpc": "2.0", "id": 7, "method": method, "params": params},
+                                headers={"A2A-Version": version})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] == 7
+    return body
+
+
+def message(text: str | None = None, *, data: dict | None = None, message_id: str | None = None,
+            task_id: str | None = None) -> dict:
+    parts = ([{"text": text}] if text is not None else []) + ([{"data": data}] if data is not None else [])
+    sent = {"messageId": message_id or uuid.uuid4().hex, "role": "ROLE_USER", "parts": parts}
+    if task_id:
+        sent["taskId"] = task_id
+    return {"message": sent}
+
+
+def problem(error: dict) -> dict:
+    """The REST problem body an A2A error carries (google.rpc.ErrorInfo's metadata)."""
+    [info] = [d for d in error["data"] if d["@type"].endswith("ErrorInfo")]
+    return info["metadata"]
+
+
+def test_the_card_describes_the_space_to_anyone_and_an_unknown_space_is_404(anonymous, space):
+    card = anonymous.get(f"{A}/.well-known/agent-card.json").json()
+    assert card["name"] == space.name
+    assert [i["protocolBinding"] for i in card["supportedInterfaces"]] == ["JSONRPC", "HTTP+JSON"]
+    assert all(i["url"].endswith(A) and i["protocolVersion"] == "1.0" for i in card["supportedInterfaces"])
+    assert card["capabilities"] == {"streaming": True, "pushNotifications": True, "extendedAgentCard": True}
+    skills = {skill["id"]: skill for skill in card["skills"]}
+    assert skills["T1"]["name"] == "Benchmark harness for code-review agents"
+    assert skills["T1"]["examples"] == ["review agent benchmark", "code review evaluation suite"]
+    assert "work" in skills
+    [scheme] = card["securitySchemes"].values()
+    assert scheme["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    assert anonymous.get("/a2a/nowhere/.well-known/agent-card.json").status_code == 404
+
+
+def test_a_message_creates_a_task_once_and_a_paraphrase_of_catalogued_work_converges(writer, writer2):
+    sent = message("Benchmark harness for code-review agents\nIt scores review comments.", message_id="m-1")
+    first = rpc(writer, "SendMessage", sent)["result"]["task"]
+    assert first["id"] == "1" and first["contextId"] == "agent-lab"
+    assert first["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert first["metadata"]["spaces"]["outcome"] == "created"
+    assert first["metadata"]["spaces"]["work_item_id"] == "T1"
+    again = rpc(writer, "SendMessage", sent)["result"]["task"]  # a retry: the same task, nothing new
+    assert again["id"] == "1" and again["metadata"]["spaces"]["replayed"] is True
+    other = rpc(writer2, "SendMessage", message("code review evaluation suite"))["result"]["task"]
+    assert other["id"] == "1" and other["metadata"]["spaces"]["outcome"] == "redirect"
+    assert other["metadata"]["spaces"]["conflict_key"] == first["metadata"]["spaces"]["conflict_key"]
+    assert Task.objects.count() == 1
+    task = Task.objects.get()
+    assert task.title == "Benchmark harness for code-review agents" and task.body == "It scores review comments."
+
+
+def test_the_same_message_over_the_other_binding_is_the_same_task(writer):
+    sent = message("Write the onboarding guide", message_id="m-both")
+    over_rpc = rpc(writer, "SendMessage", sent)["result"]["task"]
+    over_rest = writer.api.post(f"{A}/message:send", sent, headers={"A2A-Version": "1.0"}).json()["task"]
+    assert over_rpc["id"] == over_rest["id"] and Task.objects.count() == 1
+
+
+def test_a_data_part_takes_integral_doubles_and_refuses_the_rest_as_rest_does(writer):
+    created = rpc(writer, "SendMessage", message(data={"title": "Tune retries", "priority": 1.0,
+                                                       "labels": ["infra"]}))["result"]["task"]
+    assert created["metadata"]["spaces"]["priority"] == 1 and created["metadata"]["spaces"]["labels"] == ["infra"]
+    refused = rpc(writer, "SendMessage", message(data={"title": "Half a priority", "priority": 1.5}))["error"]
+    assert refused["code"] == -32602  # InvalidParams
+    body = problem(refused)
+    assert body["error"] == "invalid_request" and "priority" in body["fields"]
+    unknown = problem(rpc(writer, "SendMessage", message(data={"title": "x", "prio": 1}))["error"])
+    assert list(unknown["fields"]) == ["prio"]
+    assert problem(rpc(writer, "SendMessage", message(""))["error"])["fields"] == {
+        "title": ["The first line of the first text part, or a data part's title."]}
+
+
+def test_get_list_and_a_note(writer, steward):
+    rpc(writer, "SendMessage", message("First piece of work"))
+    rpc(writer, "SendMessage", message("Second piece of work"))
+    steward.api.post(f"{S}/tasks/2/assign", {"member": writer.member.pk})
+    got = rpc(writer, "GetTask", {"id": "2"})["result"]
+    assert got["status"]["state"] == "TASK_STATE_WORKING"
+    assert [m["metadata"]["kind"] for m in got["history"]] == ["created", "assigned"]
+    assert all(m["role"] == "ROLE_AGENT" for m in got["history"])
+    working = rpc(writer, "ListTasks", {"status": "TASK_STATE_WORKING"})["result"]
+    assert [t["id"] for t in working["tasks"]] == ["2"] and working["totalSize"] == 1
+    page = rpc(writer, "ListTasks", {"pageSize": 1})["result"]
+    assert [t["id"] for t in page["tasks"]] == ["2"] and page["nextPageToken"] == "2"
+    rest = rpc(writer, "ListTasks", {"pageSize": 1, "pageToken": "2"})["result"]
+    assert [t["id"] for t in rest["tasks"]] == ["1"] and not rest.get("nextPageToken")
+    noted = rpc(writer, "SendMessage", message("Started on it.", task_id="1"))["result"]["task"]
+    assert noted["id"] == "1" and noted["metadata"]["spaces"]["outcome"] == "noted"
+    assert writer.api.get(f"{S}/tasks/1/notes").json()["results"][0]["body"] == "Started on it."
+    missing = rpc(writer, "GetTask", {"id": "99"})["error"]
+    assert missing["code"] == -32001 and problem(missing)["error"] == "not_found"
+
+
+def test_cancel_is_withdraw_the_creators_or_a_stewards(writer, writer2, steward):
+    rpc(writer, "SendMessage", message("Work to cancel"))
+    refused = rpc(writer2, "CancelTask", {"id": "1"})["error"]
+    assert problem(refused)["error"] == "not_task_creator"
+    canceled = rpc(writer, "CancelTask", {"id": "1", "metadata": {"reason": "not needed"}})["result"]
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert Task.objects.get().status == TaskStatus.WITHDRAWN
+    again = rpc(writer, "CancelTask", {"id": "1"})["error"]
+    assert again["code"] == -32002  # TaskNotCancelable, with the REST refusal
+    assert problem(again)["status"] == 409
+
+
+def test_a_reader_may_look_but_not_send(reader, writer):
+    rpc(writer, "SendMessage", message("Visible work"))
+    assert rpc(reader, "GetTask", {"id": "1"})["result"]["id"] == "1"
+    refused = rpc(reader, "SendMessage", message("Not allowed"))["error"]
+    assert problem(refused)["error"] == "forbidden"
+
+
+def test_protocol_errors(writer, anonymous, outsider):
+    assert rpc(writer, "NoSuchMethod", {})["error"]["code"] == -32601
+    assert rpc(writer, "GetTask", {"id": "1", "bogus": 1})["error"]["code"] == -32602
+    assert rpc(writer, "GetTask", {"id": "1"}, version="0.3")["error"]["code"] == -32009
+    raw = writer.api.post(A, raw=b"{not json")
+    assert raw.json()["error"]["code"] == -32700
+    assert writer.api.post(A, [1, 2]).json()["error"]["code"] == -32600
+    assert anonymous.post(A, {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "1"}}).status_code == 401
+    assert outsider.api.post(A, {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}}).status_code == 404
+
+
+def test_the_http_json_binding(writer, steward):
+    headers = {"A2A-Version": "1.0"}
+    task = writer.api.post(f"{A}/message:send", message("Over HTTP+JSON"), headers=headers).json()["task"]
+    assert writer.api.get(f"{A}/tasks/{task['id']}", headers=headers).json()["id"] == task["id"]
+    listed = writer.api.get(f"{A}/tasks?status=TASK_STATE_SUBMITTED&pageSize=10", headers=headers).json()
+    assert [t["id"] for t in listed["tasks"]] == [task["id"]]
+    unknown = writer.api.get(f"{A}/tasks?bogus=1", headers=headers)
+    assert unknown.status_code == 400 and unknown.json()["error"]["status"] == "INVALID_ARGUMENT"
+    missing = writer.api.get(f"{A}/tasks/99", headers=headers)
+    assert missing.status_code == 404
+    [info] = missing.json()["error"]["details"]
+    assert info["reason"] == "TASK_NOT_FOUND" and info["metadata"]["error"] == "not_found"
+    canceled = writer.api.post(f"{A}/tasks/{task['id']}:cancel", {}, headers=headers).json()
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    card = writer.api.get(f"{A}/extendedAgentCard", headers=headers).json()
+    assert "writer" in card["description"]
+
+
+def test_a_done_task_is_completed_with_the_accepted_post_as_its_artifact(writer, writer2, steward):
+    rpc(writer, "SendMessage", message("Deliver a checked result"))
+    worker = writer2
+    assert worker.api.post(f"{S}/next", {}).status_code == 200
+    post = worker.api.post(f"{S}/posts", {"body": "The result, in full."}).json()
+    assert worker.api.post(f"{S}/tasks/1/done", {"post": post["id"]}).status_code in (200, 201)
+    in_review = rpc(writer, "GetTask", {"id": "1", "historyLength": 0})["result"]
+    assert in_review["status"]["state"] == "TASK_STATE_WORKING" and "history" not in in_review
+    assert steward.api.post(f"{S}/tasks/1/attempts/1/confirm").status_code == 200
+    done = rpc(writer, "GetTask", {"id": "1"})["result"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    [artifact] = done["artifacts"]
+    assert artifact["parts"][0]["text"] == "The result, in full."
+
+
+def test_a_superseded_task_shows_its_survivors_state(writer, steward):
+    rpc(writer, "SendMessage", message("Speed up the nightly build"))
+    rpc(writer, "SendMessage", message("Make nightly builds faster"))
+    assert steward.api.post(f"{S}/tasks/2/supersede", {"surviving_task": 1}).status_code == 200
+    steward.api.post(f"{S}/tasks/1/withdraw", {})
+    shown = rpc(writer, "GetTask", {"id": "2"})["result"]
+    assert shown["status"]["state"] == "TASK_STATE_CANCELED"
+    assert shown["metadata"]["spaces"]["superseded_by"] == 1 and shown["metadata"]["spaces"]["status"] == "superseded"
+
+
+def test_a_push_config_is_the_requesters_and_its_url_is_checked(writer, writer2, settings):
+    rpc(writer, "SendMessage", message("Work to follow"))
+    refused = rpc(writer, "CreateTaskPushNotificationConfig",
+                  {"taskId": "1", "url": "http://127.0.0.1:9/hook"})["error"]
+    assert problem(refused)["fields"]["url"]
+    settings.SPACES_WEBHOOK_ALLOW_HTTP = settings.SPACES_WEBHOOK_ALLOW_PRIVATE = True
+    made = rpc(writer, "CreateTaskPushNotificationConfig",
+               {"taskId": "1", "id": "mine", "url": "http://127.0.0.1:9/hook", "token": "t0k",
+                "authentication": {"scheme": "Bearer", "credentials": "secret"}})["result"]
+    assert made == {"id": "mine", "taskId": "1", "url": "http://127.0.0.1:9/hook", "token": "t0k",
+                    "authentication": {"scheme": "Bearer"}}
+    assert rpc(writer, "GetTaskPushNotificationConfig", {"taskId": "1", "id": "mine"})["result"]["id"] == "mine"
+    assert rpc(writer2, "ListTaskPushNotificationConfigs", {"taskId": "1"})["result"] == {}  # not theirs
+    assert problem(rpc(writer2, "GetTaskPushNotificationConfig", {"taskId": "1", "id": "mine"})["error"])[
+        "error"] == "not_found"
+    assert rpc(writer, "DeleteTaskPushNotificationConfig", {"taskId": "1", "id": "mine"})["result"] == {}
+    assert rpc(writer, "ListTaskPushNotificationConfigs", {"taskId": "1"})["result"] == {}
+    assert problem(rpc(writer, "CreateTaskPushNotificationConfig",
+                       {"taskId": "9", "url": "http://127.0.0.1:9/hook"})["error"])["error"] == "not_found"
+
+
+def test_json_rpc_answers_are_json(writer):
+    response = writer.api.post(A, {"jsonrpc": "2.0", "id": "x", "method": "ListTasks", "params": {}})
+    assert response["Content-Type"] == "application/json" and json.loads(response.content)["id"] == "x"
