@@ -210,3 +210,21 @@ def test_a_push_config_is_the_requesters_and_its_url_is_checked(writer, writer2,
 def test_json_rpc_answers_are_json(writer):
     response = writer.api.post(A, {"jsonrpc": "2.0", "id": "x", "method": "ListTasks", "params": {}})
     assert response["Content-Type"] == "application/json" and json.loads(response.content)["id"] == "x"
+
+
+def test_a_streamed_send_opens_with_the_task_then_its_updates(writer, monkeypatch):
+    from events import feed
+
+    monkeypatch.setattr(feed, "STREAM_SECONDS", 1.0)
+    monkeypatch.setattr(feed, "KEEPALIVE_SECONDS", 0.3)
+    response = writer.api.post(A, {"jsonrpc": "2.0", "id": 3, "method": "SendStreamingMessage",
+                                   "params": message("Streamed work")}, headers={"A2A-Version": "1.0"})
+    assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
+    blocks = [block for block in b"".join(response.streaming_content).decode().split("\n\n") if block]
+    updates = [json.loads(block[len("data: "):]) for block in blocks if block.startswith("data: ")]
+    assert updates[0]["id"] == 3 and updates[0]["result"]["task"]["id"] == "1"
+    assert updates[1]["result"]["statusUpdate"]["metadata"]["spaces"]["event"] == "task.created"
+    assert ": keep-alive" in blocks
+    refused = writer.api.post(A, {"jsonrpc": "2.0", "id": 4, "method": "SendStreamingMessage",
+                                  "params": message("")}, headers={"A2A-Version": "1.0"})
+    assert refused["Content-Type"] == "application/json" and refused.json()["error"]["code"] == -32602
