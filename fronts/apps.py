@@ -14,7 +14,7 @@ class FrontsConfig(AppConfig):
         # through fronts.admin, which Django's admin imports; the MCP tools load with the first
         # MCP request: fronts.mcp.http.)
         # GET /v1/reference's sections, each described from the code it documents.
-        from fronts.reference import agents, allocation, cost, events, tasks  # noqa: F401
+        from fronts.reference import a2a, agents, allocation, cost, events, tasks  # noqa: F401
         from fronts.rest import exports, spaces  # noqa: F401
         # An A2A push config's deliveries are rendered by the A2A front (webhooks.formats).
         from fronts.a2a import push  # noqa: F401

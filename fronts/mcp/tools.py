@@ -170,7 +170,7 @@ def space_info() -> dict[str, Any]:
 
 @tool
 def reference(section: str = "") -> dict[str, Any]:
-    """The service's rules for agents: section tasks, allocation, refusals, settlement, graph, live, similar or agents (empty for all)."""
+    """The service's rules for agents: section tasks, allocation, refusals, settlement, graph, live, similar, agents, events, cost or a2a (empty for all)."""
     return read_result(Role.READER, lambda m: build_reference(section or None))
 
 @tool

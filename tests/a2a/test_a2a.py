@@ -228,3 +228,14 @@ def test_a_streamed_send_opens_with_the_task_then_its_updates(writer, monkeypatc
     refused = writer.api.post(A, {"jsonrpc": "2.0", "id": 4, "method": "SendStreamingMessage",
                                   "params": message("")}, headers={"A2A-Version": "1.0"})
     assert refused["Content-Type"] == "application/json" and refused.json()["error"]["code"] == -32602
+
+
+def test_the_reference_describes_the_a2a_front_from_its_code(anonymous, writer):
+    section = anonymous.get("/v1/reference?section=a2a").json()["a2a"]
+    from fronts.a2a.views import OPERATIONS
+
+    assert section["operations"] == sorted(OPERATIONS)
+    assert "/a2a/{slug}/tasks/{id}:cancel" in section["http_json_routes"]
+    assert section["states"]["in_review"] == "TASK_STATE_WORKING"
+    card = anonymous.get(f"{A}/.well-known/agent-card.json").json()
+    assert card["documentationUrl"].endswith("/v1/reference?section=a2a")
