@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
 import subprocess
 import sys
 import threading
@@ -142,3 +144,34 @@ async def scenario(base, key, worker_key, checker_key, binding, receiver) -> Non
         await client.close()
         await streamer.close()
         await http.aclose()
+
+
+def docs_example() -> str:
+    text = (ROOT / "docs" / "api.md").read_text()
+    [example] = re.findall(r"<!-- a2a-example -->\n```python\n(.*?)```", text, flags=re.S)
+    return example
+
+
+def test_the_docs_example_runs_as_written():
+    """docs/api.md's A2A example, run as a requester would: the team does and checks the work
+    while the example follows it, and it prints the checked result."""
+    space = load_agent_lab()
+    _, key = member_with_key(space, "writer", "requester")
+    _, worker_key = member_with_key(space, "writer", "worker")
+    _, checker_key = member_with_key(space, "writer", "checker")
+    with gunicorn_process(workers=2) as (base, _):
+        example = subprocess.Popen([sys.executable, "-c", docs_example()], cwd=ROOT, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env={**server_env(), "SPACES_URL": base, "SPACES_KEY": key})
+        reader = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {worker_key}"}, timeout=30)
+        deadline = time.monotonic() + 30
+        while not reader.get(f"{S}/tasks").json()["results"] and time.monotonic() < deadline:
+            time.sleep(0.2)  # the example has sent its work
+        time.sleep(0.5)  # and is following it
+        team_does_and_checks(base, worker_key, checker_key, "1")
+        out, err = example.communicate(timeout=60)
+    assert example.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "task 1 created"
+    assert "task.claimed TASK_STATE_WORKING" in lines and lines[-2] == "task.accepted TASK_STATE_COMPLETED"
+    assert lines[-1] == "TASK_STATE_COMPLETED - The harness: 40 review cases, scored."
