@@ -1,6 +1,7 @@
 """One command layer for every front: the same script of commands, run once through the REST routes
 and once through the MCP tools on a database reset in between, gets the same answers — bodies,
-refusal codes and all. Every command is walked (a command added later without a step fails here)."""
+refusal codes and all. Every command is walked (a command added later without a step fails here).
+The A2A front is held to the same script for the commands it maps (create, withdraw, read)."""
 from __future__ import annotations
 
 import json
@@ -163,3 +164,68 @@ def test_rest_and_mcp_answer_every_command_alike():
         else:
             assert mcp_status == 200 and comparable(mcp_body) == comparable(rest_body), step
     assert sum(status >= 400 for status, _ in rest) >= 10  # the refusals were walked too
+
+
+# --- A2A (SPEC §18): the commands it maps, answered alike ----------------------------------------
+
+def a2a_params(name: str, lookups: dict, data: Any) -> tuple[str, dict] | None:
+    """The A2A call a step is, or None when A2A cannot say it (the step then goes over REST)."""
+    from fronts.a2a.messages import DATA_FIELDS
+
+    if name == "create_task" and set(data) <= set(DATA_FIELDS):
+        return "SendMessage", {"message": {"messageId": f"step-{id(data)}", "role": "ROLE_USER",
+                                           "parts": [{"data": data}]}}
+    if name == "withdraw_task":
+        return "CancelTask", {"id": str(lookups["number"]), "metadata": data}
+    if name == "get_task":
+        return "GetTask", {"id": str(lookups["number"])}
+    return None
+
+
+def through_a2a(base: str) -> list[tuple[str, int, Any]]:
+    """The script again, each step A2A can say over JSON-RPC, the rest over REST (so the space
+    goes through the same states): ("a2a" or "rest", status, body), a refusal's body the REST
+    problem body the A2A error carries."""
+    keys, answers = seed(), []
+    with httpx.Client(base_url=base, timeout=30) as http:
+        for who, name, lookups, data in SCRIPT:
+            call = a2a_params(name, lookups, data)
+            headers = {"Authorization": f"Bearer {keys[who]}"}
+            if call is None:
+                method, path = REST[name]
+                query = method == "GET" and data is not None
+                response = http.request(method, S + path.format(**lookups), json=None if query else data,
+                                        params=data if query else None, headers=headers)
+                answers.append(("rest", response.status_code, response.json() if response.content else None))
+                continue
+            answer = http.post("/a2a/agent-lab", json={"jsonrpc": "2.0", "id": 1, "method": call[0], "params": call[1]},
+                               headers={**headers, "A2A-Version": "1.0"}).json()
+            if "error" in answer:
+                [info] = [d for d in answer["error"]["data"] if d["@type"].endswith("ErrorInfo")]
+                answers.append(("a2a", info["metadata"]["status"], info["metadata"]))
+            else:
+                answers.append(("a2a", 200, answer["result"].get("task", answer["result"])))
+    return answers
+
+
+def test_a2a_answers_the_commands_it_maps_as_rest_does():
+    with gunicorn(workers=1) as base:
+        rest = through_rest(base)
+        a2a = through_a2a(base)
+    mapped = 0
+    for (who, name, lookups, data), (rest_status, rest_body), (front, status, body) in zip(SCRIPT, rest, a2a):
+        step = f"{who} {name} {lookups} {data}"
+        if front == "rest":
+            assert (status, comparable(body)) == (rest_status, comparable(rest_body)), step
+            continue
+        mapped += 1
+        winner = rest_body.get("winner") if rest_status == 409 else None
+        if winner and winner["type"] == "task":  # SPEC §18: converge on the task that holds the work
+            assert status == 200 and body["id"] == str(winner["id"]), step
+            assert body["metadata"]["spaces"]["outcome"] == "redirect", step
+        elif rest_status >= 400:
+            assert (status, comparable(body)) == (rest_status, comparable(rest_body)), step
+        else:
+            assert status == 200 and body["id"] == str(rest_body["number"]), step
+            assert body["metadata"]["spaces"]["status"] == rest_body["status"], step
+    assert mapped >= 6
