@@ -88,7 +88,7 @@ def lua_string(value: str) -> str:
     out = []
     for byte in value.encode():
         char = chr(byte)
-        out.append(char if 32 <= byte < 127 and char not in '"\\' else f"\\{byte}")
+        out.append(char if 32 <= byte < 127 and char not in '"\\' else f"\\{byte:03d}")  # \034, never read on into a digit after it
     return '"' + "".join(out) + '"'
 
 

@@ -156,6 +156,7 @@ def endpoint_answer(endpoint: Endpoint) -> dict[str, Any]:
     return {
         "id": endpoint.pk, "url": endpoint.url, "types": endpoint.types, "description": endpoint.description,
         "enabled": endpoint.enabled, "disabled_reason": endpoint.disabled_reason or None,
+        "task": endpoint.task_number, "format": endpoint.format,
         "failing_since": endpoint.failing_since, "created_at": endpoint.created_at,
         "previous_secret_until": (endpoint.previous_secret_until
                                   if endpoint.previous_secret_until and endpoint.previous_secret_until > timezone.now()

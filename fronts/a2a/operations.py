@@ -55,6 +55,7 @@ def sent_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
         config = pb.TaskPushNotificationConfig()
         config.CopyFrom(request.configuration.task_push_notification_config)
         config.task_id = task.id
+        config.id = config.id or f"message-{request.message.message_id}"[:64]  # a retried message: the same config
         push.create(caller, config)
     return task
 

@@ -35,6 +35,7 @@ STATES: dict[str, int] = {
 TERMINAL = frozenset({State.TASK_STATE_COMPLETED, State.TASK_STATE_CANCELED, State.TASK_STATE_REJECTED,
                       State.TASK_STATE_FAILED})
 MAX_SUPERSEDED_HOPS = 20  # a chain of supersessions is followed this far to its survivor
+MAX_HISTORY = 500  # a Task shows at most its latest events (the REST history route pages them all)
 
 
 def statuses_of(state: int) -> list[str]:
@@ -75,10 +76,10 @@ def artifact_of(space: Space, number: int) -> pb.Artifact | None:
 
 
 def history_of(space: Space, number: int, context_id: str, length: int | None) -> list[pb.Message]:
-    """The task's history (SPEC §8) as agent messages, oldest first; the last ``length`` of them."""
+    """The task's history (SPEC §8) as agent messages, oldest first; the last ``length`` of them
+    (at most MAX_HISTORY)."""
     events: QuerySet[TaskEvent] = TaskEvent.objects.filter(space=space, task__number=number).order_by("-id")
-    if length is not None:
-        events = events[:length]
+    events = events[:min(MAX_HISTORY, MAX_HISTORY if length is None else length)]
     found = list(events)[::-1]
     names = history.member_names(found)
     return [pb.Message(message_id=f"event-{event.pk}", context_id=context_id, task_id=str(number),

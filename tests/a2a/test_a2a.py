@@ -239,3 +239,17 @@ def test_the_reference_describes_the_a2a_front_from_its_code(anonymous, writer):
     assert section["states"]["in_review"] == "TASK_STATE_WORKING"
     card = anonymous.get(f"{A}/.well-known/agent-card.json").json()
     assert card["documentationUrl"].endswith("/v1/reference?section=a2a")
+
+
+def test_a_push_config_sent_with_the_message_is_registered_once_for_its_task(writer, settings):
+    from webhooks.models import Endpoint
+
+    settings.SPACES_WEBHOOK_ALLOW_HTTP = settings.SPACES_WEBHOOK_ALLOW_PRIVATE = True
+    sent = {**message("Work pushed to me", message_id="m-push"),
+            "configuration": {"taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook", "token": "t"}}}
+    assert rpc(writer, "SendMessage", sent)["result"]["task"]["id"] == "1"
+    assert rpc(writer, "SendMessage", sent)["result"]["task"]["metadata"]["spaces"]["replayed"] is True
+    [endpoint] = Endpoint.objects.all()
+    assert (endpoint.task_number, endpoint.push_id, endpoint.format) == (1, "message-m-push", "a2a")
+    listed = rpc(writer, "ListTaskPushNotificationConfigs", {"taskId": "1"})["result"]["configs"]
+    assert [config["id"] for config in listed] == ["message-m-push"]
