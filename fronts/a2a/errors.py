@@ -51,6 +51,9 @@ def jsonrpc_body(request_id: Any, error: a2a.A2AError) -> dict[str, Any]:
 
 
 def rest_body(error: a2a.A2AError) -> tuple[int, dict[str, Any]]:
-    """The HTTP+JSON binding's error: its HTTP status and ``{"error": {…}}`` body."""
+    """The HTTP+JSON binding's error: its HTTP status and ``{"error": {…}}`` body. A body that is
+    not JSON is INVALID_REQUEST there (JSON-RPC's parse error has no HTTP+JSON twin)."""
+    if type(error) not in a2a.A2A_ERROR_MAPPING:
+        error = a2a.InvalidRequestError(error.message, data=error.data)
     payload = build_rest_error_payload(error)
     return payload["error"]["code"], payload
