@@ -17,19 +17,18 @@ Uses a fresh PostgreSQL database (BENCH_DATABASE_URL, by default the embedded se
 from __future__ import annotations
 
 import argparse
-import http.client
 import os
 import secrets
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, free_port, fresh_database, gunicorn, refresh_statistics  # noqa: E402
+from benchmarks.common import (ROOT, free_port, fresh_database, gunicorn, refresh_statistics,  # noqa: E402
+                               wait_until_serving)
 from benchmarks.load import Scenario, ensure_wrk, fmt, median_of, run_load  # noqa: E402
 
 VERSION = {"A2A-Version": "1.0"}
@@ -68,17 +67,7 @@ def uvicorn(url: str, workers: int) -> Iterator[str]:
                                 "--workers", str(workers), "--log-level", "warning", "--no-access-log"],
                                cwd=ROOT, env=env)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/")
-                conn.getresponse()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("uvicorn did not start") from None
-                time.sleep(0.2)
+        wait_until_serving(process, port, "/", "uvicorn")
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()

@@ -99,6 +99,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_until_serving(process: subprocess.Popen, port: int, path: str, name: str, seconds: float = 30) -> None:
+    """Until the server on ``port`` answers ``path`` (any status); RuntimeError if it exits or
+    takes longer than ``seconds``."""
+    import http.client
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", path)
+            if conn.getresponse().status < 500:
+                return
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{name} did not start")
+        time.sleep(0.2)
+
+
 @contextmanager
 def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path = ROOT,
              worker_class: str = "sync", threads: int = 1, shipped: bool = False,
@@ -107,8 +126,6 @@ def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path 
     by ``python``: ``workers`` of ``worker_class`` with persistent connections, or with
     ``shipped`` the project's own gunicorn.conf.py as it is (WEB_CONCURRENCY=``workers``).
     ``processes`` receives the master process."""
-    import http.client
-
     port = free_port()
     env = dict(os.environ)
     env.update(
@@ -132,18 +149,7 @@ def gunicorn(url: str, *, workers: int = 2, conn_max_age: int = 600, root: Path 
     if processes is not None:
         processes.append(process)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/v1/reference?section=tasks")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("gunicorn did not start")
-            time.sleep(0.2)
+        wait_until_serving(process, port, "/v1/reference?section=tasks", "gunicorn")
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()

@@ -21,7 +21,9 @@ SURROGATES = ('{"title": "x\\ud800", "body": "\\ud800", "number": "\\ud800", "li
               '"labels": ["\\ud800"], "blocked_by": "\\ud800", "task": "\\ud800", "priority": "\\ud800"}')
 
 
-def api_routes() -> list[tuple[str, list[str]]]:
+def routes_under(start: str) -> list[tuple[str, list[str]]]:
+    """Every route starting with ``start`` (a regex route without its anchors), with the methods
+    its view answers, found at run time."""
     found = []
 
     def walk(patterns, prefix=""):
@@ -29,12 +31,17 @@ def api_routes() -> list[tuple[str, list[str]]]:
             if hasattr(pattern, "url_patterns"):
                 walk(pattern.url_patterns, prefix + str(pattern.pattern))
                 continue
-            route, view = prefix + str(pattern.pattern), getattr(pattern.callback, "view_class", None)
-            if route.startswith("v1/") and view is not None:
+            route = (prefix + str(pattern.pattern)).lstrip("^").rstrip("$")
+            view = getattr(pattern.callback, "view_class", None)
+            if route.startswith(start) and view is not None:
                 found.append((route, [m for m in METHODS if hasattr(view, m)]))
 
     walk(get_resolver().url_patterns)
     return found
+
+
+def api_routes() -> list[tuple[str, list[str]]]:
+    return routes_under("v1/")
 
 
 def concrete(route: str, value: str) -> str:

@@ -7,14 +7,13 @@ import json
 import re
 
 import pytest
-from django.urls import get_resolver
 
 from spaces.models import Post
 from tasks.models import Note, Task
+from tests.test_every_route_hostile import routes_under
 from webhooks.models import Endpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
-METHODS = ("get", "post", "put", "patch", "delete")
 GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)|<(?:\w+:)?(\w+)>")
 HOSTILE_PARAMS = ["ab\x00cd", "9" * 40, "-1", "T" + "9" * 30, "%25", "x" * 300, "1.0"]
 DEEP = "[" * 200 + "]" * 200
@@ -41,20 +40,7 @@ HOSTILE_BODIES = ["\x00", DEEP, "{", '"just a string"', "null", "1e999", json.du
 
 
 def a2a_routes() -> list[tuple[str, list[str]]]:
-    found = []
-
-    def walk(patterns, prefix=""):
-        for pattern in patterns:
-            if hasattr(pattern, "url_patterns"):
-                walk(pattern.url_patterns, prefix + str(pattern.pattern))
-                continue
-            route = (prefix + str(pattern.pattern)).lstrip("^").rstrip("$")
-            view = getattr(pattern.callback, "view_class", None)
-            if route.startswith("a2a/") and view is not None:
-                found.append((route, [m for m in METHODS if hasattr(view, m)]))
-
-    walk(get_resolver().url_patterns)
-    return found
+    return routes_under("a2a/")
 
 
 def concrete(route: str, value: str) -> str:
