@@ -5,6 +5,7 @@ role checks and refusals (``fronts.running``); a refusal is raised as an A2A err
 from __future__ import annotations
 
 import time
+from datetime import timezone as dt_timezone
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
@@ -120,8 +121,9 @@ def cancel_task(caller: Caller, request: pb.CancelTaskRequest) -> pb.Task:
 
 
 def list_tasks(caller: Caller, request: pb.ListTasksRequest) -> pb.ListTasksResponse:
-    """``ListTasks``: the space's tasks, newest first, by state, a page at a time (the page token
-    is the number the next page starts below). A superseded task is shown by its survivor."""
+    """``ListTasks``: the space's tasks, newest first, by state and changed since, a page at a time
+    (the page token is the number the next page starts below). A superseded task is shown by its
+    survivor."""
     member = caller.member
     refusal = role_refusal(member, Role.READER)
     if refusal is not None:
@@ -135,6 +137,8 @@ def list_tasks(caller: Caller, request: pb.ListTasksRequest) -> pb.ListTasksResp
     tasks = Task.objects.filter(space=member.space).exclude(status=TaskStatus.SUPERSEDED)
     if request.status:
         tasks = tasks.filter(shown_in(statuses_of(request.status), now))
+    if request.HasField("status_timestamp_after"):  # changed since then
+        tasks = tasks.filter(updated_at__gt=request.status_timestamp_after.ToDatetime(tzinfo=dt_timezone.utc))
     total = tasks.count()
     if request.page_token:
         if not request.page_token.isdigit():

@@ -106,6 +106,9 @@ def test_get_list_and_a_note(writer, steward):
     assert [t["id"] for t in page["tasks"]] == ["2"] and page["nextPageToken"] == "2"
     rest = rpc(writer, "ListTasks", {"pageSize": 1, "pageToken": "2"})["result"]
     assert [t["id"] for t in rest["tasks"]] == ["1"] and not rest.get("nextPageToken")
+    since = Task.objects.get(number=1).updated_at.isoformat().replace("+00:00", "Z")
+    changed = rpc(writer, "ListTasks", {"statusTimestampAfter": since})["result"]
+    assert [t["id"] for t in changed["tasks"]] == ["2"]  # assigned after task 1 last changed
     noted = rpc(writer, "SendMessage", message("Started on it.", task_id="1"))["result"]["task"]
     assert noted["id"] == "1" and noted["metadata"]["spaces"]["outcome"] == "noted"
     assert writer.api.get(f"{S}/tasks/1/notes").json()["results"][0]["body"] == "Started on it."
