@@ -13,24 +13,28 @@ so nothing outside it can hold a transaction open around it — and nothing else
 3. with an operation, the work's answer is settled on it in the same transaction, so no
    crash leaves committed work without its answer; a ``5xx`` rolls everything back.
 
-Every statement of the work runs in the unit's transaction, whoever runs it; nothing below the
-runner reads or changes the transaction's state. A command that must commit part of its work
-first (create's reservation, SPEC §4.5) calls ``UnitOfWork.commit_reservation``, with or
-without an operation: the transaction commits there and the unit goes on in a new one. Every
-unit holds a liveness lock in that new transaction — the operation's (member,
-Idempotency-Key), or a lock of its own — which the mutation statement takes again before it
-writes (``lock_params``); a unit whose operation another attempt took over in between writes
-nothing. A crash between the two transactions leaves a committed reservation naming the
-operation, which the retry takes over.
+A command that must commit part of its work first (create's reservation, SPEC §4.5) calls
+``UnitOfWork.commit_reservation``, with or without an operation: the transaction commits
+there and the unit goes on in a new one. A step that is one statement with nothing of the
+unit's to commit beside it (the reservation, a create's insert, ``next``'s claim) runs in
+``UnitOfWork.alone``: in a unit without an operation, before anything else was written, it
+is a transaction of its own and pays no BEGIN and COMMIT round trips; else it is part of
+the unit's transaction. Every unit holds a liveness lock in that new
+transaction — the operation's (member, Idempotency-Key), or a lock of its own — which the
+mutation statement takes again before it writes (``lock_params``); a unit whose operation
+another attempt took over in between writes nothing. A crash between the two transactions
+leaves a committed reservation naming the operation, which the retry takes over.
 """
 from __future__ import annotations
 
 import secrets
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from django.db import connection, transaction
+from psycopg.pq import TransactionStatus
 
 from allocation import errors
 from allocation.first_touch import relock, touch_first
@@ -169,6 +173,32 @@ class UnitOfWork:
         self.end(commit=True)
         self.begin()
 
+    @contextmanager
+    def alone(self, *, last: bool = True) -> Iterator[None]:
+        """Run the block's one statement as a transaction of its own when nothing must commit
+        with it; else as part of the unit's transaction.
+
+        Nothing must commit with a statement when the unit has no answer to settle (no
+        operation), nothing is in its transaction yet, and the command writes nothing after
+        it that belongs with it (``last``; False keeps the statement in the unit's). A
+        statement is atomic by itself, so BEGIN and COMMIT around it would cost two round
+        trips and guarantee nothing more. psycopg sends BEGIN only with a transaction's first
+        statement, so the unit's transaction, open in Django's eyes, has sent nothing yet:
+        the statement runs with psycopg in autocommit, and the unit's ``atomic`` stays as it
+        is (its commit, with nothing begun, sends nothing either). The services call it the
+        same way whoever runs them; whether it stands alone is the unit's to decide.
+        """
+        if not last or self.operation is not None or self._transaction is None or not nothing_sent():
+            yield
+            return
+        raw = connection.connection
+        raw.autocommit = True
+        try:
+            yield
+        finally:
+            if not raw.closed:
+                raw.autocommit = False
+
     def hold(self) -> None:
         """Take this unit's lock again in its new transaction; raises ``UnitOvertaken`` when
         another attempt holds or has settled the operation. A unit without an operation has
@@ -225,6 +255,15 @@ class UnitOfWork:
         if self.operation is None:
             return {"lock_member": 0, "lock_key": self.own_lock}
         return {"lock_member": self.operation.member_id, "lock_key": self.operation.key}
+
+
+def nothing_sent() -> bool:
+    """No statement has run in the connection's current transaction (none is open on the
+    server, and the unit's block is the only one): psycopg sends BEGIN with the first."""
+    if len(connection.atomic_blocks) != 1:
+        return False
+    connection.ensure_connection()
+    return connection.connection.info.transaction_status == TransactionStatus.IDLE
 
 
 def in_progress() -> errors.IdempotencyInProgress:
@@ -361,10 +400,3 @@ def in_unit(command: Callable[..., Any], /, **arguments: Any) -> Any:
     if refusal is not None:
         raise refusal
     return result
-
-
-def in_transaction(function: Callable[..., Any], /, **arguments: Any) -> Any:
-    """``function(**arguments)`` in a transaction of its own, for callers that are not a request
-    (the suite, scripts) calling a service that takes no unit (``tasks.claims.claim_next_task``)."""
-    with transaction.atomic(durable=True):
-        return function(**arguments)

@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists
 from django.utils import timezone
 
+from allocation.runner import UnitOfWork
 from common.refusals import InvalidRequest
 from common.sql import Placeholder, insert_select, named_sql, quote, written_fields
 from costs import services as costs
@@ -131,19 +132,20 @@ def claim_attnames() -> list[str]:
 NEXT_ROUNDS = 5  # statement runs a next may take: each after a lapse it recorded or a holder it waited for
 
 
-def claim_next_task(*, space: Space, member: Member, labels: list[str] = ()) -> tuple[Task, Claim] | None:
+def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
+                    unit: UnitOfWork) -> tuple[Task, Claim] | None:
     """The most urgent ready task (with all of ``labels``), claimed for the caller; None when
     there is none.
 
     SKIP LOCKED passes over rows another transaction is claiming right now instead of
     queueing behind it, and the partial index task_open_by_priority keeps the search small
-    however many tasks have finished.
+    however many tasks have finished. One statement, and nothing after it: ``unit.alone``.
     """
     sql, task_attnames = claim_next_sql()
     for _ in range(NEXT_ROUNDS):
         now = timezone.now()
         expires_at = claim_expiry(space, now)
-        with connection.cursor() as cursor:
+        with unit.alone(), connection.cursor() as cursor:
             cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
                                  "expires_iso": expires_at.isoformat(), "labels": list(labels)})
             due, *row = cursor.fetchone()
@@ -151,7 +153,7 @@ def claim_next_task(*, space: Space, member: Member, labels: list[str] = ()) -> 
             # A claim in this space is past its expiry: it counts as ended already, so its task
             # may be the one to hand out. The statement claimed nothing; record the lapse, then pick.
             lapse_due(space_id=space.pk, now=now)
-        elif row[0] is not None or not ready_once_unlocked(space=space, labels=labels):
+        elif row[0] is not None or not ready_once_unlocked(space=space, labels=labels, unit=unit):
             break
     if row[0] is None:
         return None
@@ -171,7 +173,7 @@ def claim_next_task(*, space: Space, member: Member, labels: list[str] = ()) -> 
     return task, claim
 
 
-def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:
+def ready_once_unlocked(*, space: Space, labels: list[str], unit: UnitOfWork) -> bool:
     """Whether the ready queue still has a task once the rows it holds are free: asked when the
     claim statement found none. SKIP LOCKED passes over a row another transaction holds, and not
     only another ``next`` claiming it: a heartbeat or a lapse holds a ready task's row for a
@@ -180,7 +182,8 @@ def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:
     ready (the statement runs again) or not (another ``next`` took it: nothing to do). Only the
     caller with nothing else to take waits, and only as long as the holder's transaction lasts."""
     queue = ready_queue(space.pk, labels).select_for_update(of=("self",), no_key=True)
-    return queue.values_list("pk", flat=True).first() is not None
+    with unit.alone():
+        return queue.values_list("pk", flat=True).first() is not None
 
 
 def claim_task(*, space: Space, member: Member, number: object, join: bool = False) -> tuple[Task, Claim]:

@@ -150,7 +150,7 @@ def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels
     if number is not None:
         claimed = claims.claim_task(space=space, member=member, number=number, join=join)
     else:
-        claimed = claims.claim_next_task(space=space, member=member, labels=labels)
+        claimed = claims.claim_next_task(space=space, member=member, labels=labels, unit=unit)
     if claimed is None:
         wait and wait_more()
         return Reply(200, {"task": None})

@@ -69,7 +69,7 @@ def create_task(
                           work_item_id=work_item_id, priority=priority, labels=labels, blocked_by=blocked_by,
                           if_similar=if_similar, budget_usd=budget_usd, unit=unit, catalog_version=catalog_version)
     unit.commit_reservation()
-    return mutate_task(intent, unit=unit)
+    return mutate_task(intent, unit=unit, last=True)
 
 
 def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_item_id: str | None,
@@ -101,10 +101,12 @@ def look_for_similar(task: Task, *, unit: UnitOfWork, refuse: bool = False) -> N
     the conflict key; a title bound to a slot has its key's guarantee instead.
 
     A refusing create looks before it reserves, so a refusal leaves nothing behind; any other
-    looks once its reservation is in, so a create refused for its key pays nothing for it."""
+    looks once its reservation is in, so a create refused for its key pays nothing for it. The
+    reads need no transaction: when none must commit with them they run alone (``unit.alone``)."""
     if task.work_item_id is not None or hasattr(task, "similar"):
         return
-    found = similarity.similar_to(task.space, task.title)
+    with unit.alone():
+        found = similarity.similar_to(task.space, task.title)
     task.similar = similarity.as_answer(found)
     if found and refuse:
         best, _ = found[0]
@@ -145,18 +147,19 @@ def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, unit: UnitOfWo
     return CreateIntent(task, key, reservation, list(blocked_by))
 
 
-def mutate_task(intent: CreateIntent, *, unit: UnitOfWork) -> Task:
+def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -> Task:
     """The second transaction of a create: the task and its occupancy, or the 409 that applies.
 
     It runs in the unit's transaction, so the task, its edges and the answer commit together.
     The occupancy constraint stays the last word: should it say no although the reservation
     was ours (a row written around the allocator, see mutation_ctes), the statement's failure
-    ends the unit with nothing written, and its reservation lapses."""
+    ends the unit with nothing written, and its reservation lapses. ``last``: the create
+    writes nothing more after it (a single create; a window's tasks commit together)."""
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
     look_for_similar(task, unit=unit)
     ready = not intent.blocked_by  # a task created with blockers wakes nobody yet
     created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit,
-                                         wake=ready)
+                                         last=last and ready, wake=ready)
     if not created:
         unit.hold()  # raises when another attempt of this operation took it over
         # The lock was held only for a moment (a request refused anyway, UnitOfWork.hold): the
@@ -177,14 +180,14 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork) -> Task:
 
 
 def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, unit: UnitOfWork,
-                               wake: bool = True) -> bool:
+                               last: bool = False, wake: bool = True) -> bool:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
     False (nothing written) when the reservation was no longer this intent's, or another
     attempt of the unit's operation holds its lock. ``wake``: the task is ready, so agents
     waiting for work hear of it when this commits (``tasks.wakeups``)."""
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
-    with connection.cursor() as cursor:
+    with unit.alone(last=last), connection.cursor() as cursor:
         cursor.execute(create_task_sql(), {
             "space": task.space_id, "title": task.title, "body": task.body,
             "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,

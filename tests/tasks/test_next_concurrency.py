@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from django.db import connection, transaction
 
-from allocation.runner import in_transaction
+from allocation.runner import in_unit
 from tasks import claims
 from tasks.models import Claim, Task, TaskEvent
 from tests.factories import create_task
@@ -33,7 +33,7 @@ def test_sixteen_agents_never_get_the_same_task_and_none_is_lost():
         try:
             barrier.wait()
             while True:
-                claimed = in_transaction(claims.claim_next_task, space=space, member=member)
+                claimed = in_unit(claims.claim_next_task, space=space, member=member)
                 if claimed is None:
                     return
                 with lock:
@@ -88,7 +88,7 @@ def test_next_does_not_answer_nothing_while_the_ready_task_is_only_locked(claime
                               kwargs={"claim": claimed_meanwhile, "locked": locked, "ended": ended})
     holder.start()
     assert locked.wait(10)
-    claimed = in_transaction(claims.claim_next_task, space=space, member=agent)
+    claimed = in_unit(claims.claim_next_task, space=space, member=agent)
     assert ended.is_set()  # it waited for the holder rather than guessing
     holder.join()
     if claimed_meanwhile:
