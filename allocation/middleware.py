@@ -58,8 +58,7 @@ class UnitOfWorkMiddleware:
             return idempotent
         if idempotent is None:
             # The API key is looked up before the unit begins: a read (and a dated last use)
-            # that needs none of its transaction, so a unit whose work is one statement pays
-            # no BEGIN for it (UnitOfWork.alone). Under an Idempotency-Key the first touch
+            # that needs none of its transaction. Under an Idempotency-Key the first touch
             # authenticates, in the unit.
             request_api_key(request)
 

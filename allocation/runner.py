@@ -13,28 +13,27 @@ so nothing outside it can hold a transaction open around it — and nothing else
 3. with an operation, the work's answer is settled on it in the same transaction, so no
    crash leaves committed work without its answer; a ``5xx`` rolls everything back.
 
-A command that must commit part of its work first (create's reservation, SPEC §4.5) calls
-``UnitOfWork.commit_reservation``, with or without an operation: the transaction commits
-there and the unit goes on in a new one. A step that is one statement with nothing of the
-unit's to commit beside it (the reservation, a create's insert, ``next``'s claim) runs in
-``UnitOfWork.alone``: in a unit without an operation, before anything else was written, it
-is a transaction of its own and pays no BEGIN and COMMIT round trips; else it is part of
-the unit's transaction. Every unit holds a liveness lock in that new
-transaction — the operation's (member, Idempotency-Key), or a lock of its own — which the
-mutation statement takes again before it writes (``lock_params``); a unit whose operation
-another attempt took over in between writes nothing. A crash between the two transactions
-leaves a committed reservation naming the operation, which the retry takes over.
+Every statement of the work runs in the unit's transaction, whoever runs it; nothing below the
+runner reads or changes the transaction's state, and services never ask how they were called.
+
+Two phases. A command whose first part must be seen by everyone before its second part runs is
+a two-phase command, and ``UnitOfWork.commit_phase`` is its one boundary: what the unit wrote
+so far commits, and the unit goes on in a new transaction, which takes the unit's liveness
+lock again before it writes (``commit_phase(hold=True)``, or the mutation statement itself:
+``lock_params``); a unit whose operation another attempt took over in between writes nothing.
+Two commands have two phases: create (SPEC §4.5: the reservation commits, then the task is
+inserted; a crash between them leaves a reservation naming the operation, which the retry
+takes over) and ``next`` when it meets a claim past its expiry (the lapse commits, then the
+claim: ``tasks.commands.claim_next``). The answer always commits with the last phase.
 """
 from __future__ import annotations
 
 import secrets
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Protocol
 
 from django.db import connection, transaction
-from psycopg.pq import TransactionStatus
 
 from allocation import errors
 from allocation.first_touch import relock, touch_first
@@ -166,38 +165,28 @@ class UnitOfWork:
             atomic, self._transaction = self._transaction, None
             atomic.__exit__(type(error), error, error.__traceback__)
 
-    def commit_reservation(self) -> None:
-        """Commit what this unit wrote so far (SPEC §4.5: the reservation commits before the
-        mutation); the unit goes on in a new transaction, whose mutation statement takes the
-        unit's lock again (``lock_params``; or ``hold`` for a command that writes by the ORM)."""
+    # Lock order. Every unit takes its locks in this order, so no two units wait for each other:
+    #   1. the unit's liveness lock (an advisory lock on (member, Idempotency-Key), or the
+    #      unit's own): taken by the first touch, and again first thing in each new phase;
+    #   2. a create's reservation row (unique on space and key): taken in create's first
+    #      phase, which commits before anything else is locked (commit_phase);
+    #   3. task rows (FOR NO KEY UPDATE): one task's by the commands that change it
+    #      (tasks.selectors.get_task(lock=True)), several in id order (tasks.lapses.lapse_due;
+    #      the work graph takes its space's advisory lock, then its tasks' rows FOR SHARE);
+    #      next's claim skips what others hold (SKIP LOCKED);
+    #   4. the rows a change writes beside its task (claims, attempts, events, the space's
+    #      counters): each taken after the task's row it belongs to.
+    # A unit that waits for a row another transaction holds holds no row of its own while it
+    # waits: next records lapses in a phase of their own before it claims, and waits for a
+    # held ready row in a savepoint it rolls back (tasks.claims.ready_once_unlocked).
+    def commit_phase(self, *, hold: bool = True) -> None:
+        """The boundary of a two-phase command: commit what this unit wrote so far, then go on
+        in a new transaction holding the unit's lock again (``hold``), or leave that to the next
+        phase's mutation statement (``hold=False``: it takes ``lock_params`` before it writes)."""
         self.end(commit=True)
         self.begin()
-
-    @contextmanager
-    def alone(self, *, last: bool = True) -> Iterator[None]:
-        """Run the block's one statement as a transaction of its own when nothing must commit
-        with it; else as part of the unit's transaction.
-
-        Nothing must commit with a statement when the unit has no answer to settle (no
-        operation), nothing is in its transaction yet, and the command writes nothing after
-        it that belongs with it (``last``; False keeps the statement in the unit's). A
-        statement is atomic by itself, so BEGIN and COMMIT around it would cost two round
-        trips and guarantee nothing more. psycopg sends BEGIN only with a transaction's first
-        statement, so the unit's transaction, open in Django's eyes, has sent nothing yet:
-        the statement runs with psycopg in autocommit, and the unit's ``atomic`` stays as it
-        is (its commit, with nothing begun, sends nothing either). The services call it the
-        same way whoever runs them; whether it stands alone is the unit's to decide.
-        """
-        if not last or self.operation is not None or self._transaction is None or not nothing_sent():
-            yield
-            return
-        raw = connection.connection
-        raw.autocommit = True
-        try:
-            yield
-        finally:
-            if not raw.closed:
-                raw.autocommit = False
+        if hold:
+            self.hold()
 
     def hold(self) -> None:
         """Take this unit's lock again in its new transaction; raises ``UnitOvertaken`` when
@@ -255,15 +244,6 @@ class UnitOfWork:
         if self.operation is None:
             return {"lock_member": 0, "lock_key": self.own_lock}
         return {"lock_member": self.operation.member_id, "lock_key": self.operation.key}
-
-
-def nothing_sent() -> bool:
-    """No statement has run in the connection's current transaction (none is open on the
-    server, and the unit's block is the only one): psycopg sends BEGIN with the first."""
-    if len(connection.atomic_blocks) != 1:
-        return False
-    connection.ensure_connection()
-    return connection.connection.info.transaction_status == TransactionStatus.IDLE
 
 
 def in_progress() -> errors.IdempotencyInProgress:
@@ -400,3 +380,10 @@ def in_unit(command: Callable[..., Any], /, **arguments: Any) -> Any:
     if refusal is not None:
         raise refusal
     return result
+
+
+def in_transaction(function: Callable[..., Any], /, **arguments: Any) -> Any:
+    """``function(**arguments)`` in a transaction of its own, for callers that are not a request
+    (the suite, scripts) calling a service that takes no unit (``tasks.claims.claim_next_task``)."""
+    with transaction.atomic(durable=True):
+        return function(**arguments)

@@ -304,14 +304,14 @@ def reserve(
     row lock: a stale reservation (past ``expires_at``) is taken over, so a crashed
     process never blocks a key longer than the window, with or without the operator
     command; so is one left by the same idempotent operation (a retry does not lose to
-    itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``. The statement
-    commits with the reservation step (``unit.alone``): the caller commits that step next.
+    itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``. The caller commits
+    the reservation next (``UnitOfWork.commit_phase``).
     """
     operation = unit.operation
     now = timezone.now()
     fields = reservation_fields(space=space, member=member, payload_sha256=payload_sha256,
                                 operation=operation, now=now)
-    with unit.alone(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(reserve_sql(work_item_id is not None, task_winner_sql), {
             "space": space.pk, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode,
             "work_item_id": work_item_id or "", "payload_sha256": payload_sha256, "member": member.pk,

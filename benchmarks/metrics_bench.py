@@ -24,7 +24,7 @@ from benchmarks.common import fresh_database, gunicorn, refresh_statistics  # no
 
 
 def add_spaces(first: int, last: int, tasks: int) -> None:
-    from allocation.runner import in_unit
+    from allocation.runner import in_transaction, in_unit
     from spaces import services
     from tasks import claims
     from tasks import services as task_services
@@ -34,7 +34,7 @@ def add_spaces(first: int, last: int, tasks: int) -> None:
         member = services.add_member(space=space, role="writer", name="writer")
         for k in range(tasks):
             in_unit(task_services.create_task, space=space, actor=member, title=f"Work item {k} of space {n}")
-        in_unit(claims.claim_next_task, space=space, member=member)
+        in_transaction(claims.claim_next_task, space=space, member=member)
 
 
 def scrape_figures(url: str, scrapes: int) -> tuple[float, float, int]:

@@ -19,7 +19,6 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists
 from django.utils import timezone
 
-from allocation.runner import UnitOfWork
 from common.refusals import InvalidRequest
 from common.sql import Placeholder, insert_select, named_sql, quote, written_fields
 from costs import services as costs
@@ -84,8 +83,8 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
 # waiting attempt, so "claimed" is exactly what recompute_status would say. Column lists
 # come from the models. It first asks whether a claim of the space is past its expiry
 # (Claim.due): such a claim counts as ended, so its task may be the one to hand out; the
-# statement then claims nothing and says so, and the caller records the lapse and asks again
-# (tasks.claims.claim_next_task).
+# statement then claims nothing and says so, and the caller records the lapse in a phase of
+# its own and asks again (tasks.commands.claim_next).
 SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
 NOW = Placeholder("now", datetime(1970, 1, 2, 3, 4, 5, 678901, tzinfo=dt_timezone.utc))
 
@@ -129,31 +128,40 @@ def claim_attnames() -> list[str]:
     return [f.attname for f in Claim._meta.concrete_fields]
 
 
-NEXT_ROUNDS = 5  # statement runs a next may take: each after a lapse it recorded or a holder it waited for
+NEXT_ROUNDS = 5  # statement runs a next may take: each after a holder it waited for
 
 
-def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
-                    unit: UnitOfWork) -> tuple[Task, Claim] | None:
+class LapsesDue:
+    """What ``claim_next_task`` answers when a claim of the space is past its expiry: it claimed
+    nothing, and the lapse is the caller's to record first, in a phase of its own
+    (``tasks.commands.claim_next``)."""
+
+
+LAPSES_DUE = LapsesDue()
+
+
+def claim_next_task(*, space: Space, member: Member,
+                    labels: list[str] = ()) -> tuple[Task, Claim] | LapsesDue | None:
     """The most urgent ready task (with all of ``labels``), claimed for the caller; None when
-    there is none.
+    there is none; ``LAPSES_DUE`` when a claim of the space is past its expiry (it counts as
+    ended already, so its task may be the one to hand out: the lapse is recorded, then this is
+    asked again).
 
     SKIP LOCKED passes over rows another transaction is claiming right now instead of
     queueing behind it, and the partial index task_open_by_priority keeps the search small
-    however many tasks have finished. One statement, and nothing after it: ``unit.alone``.
+    however many tasks have finished.
     """
     sql, task_attnames = claim_next_sql()
     for _ in range(NEXT_ROUNDS):
         now = timezone.now()
         expires_at = claim_expiry(space, now)
-        with unit.alone(), connection.cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
                                  "expires_iso": expires_at.isoformat(), "labels": list(labels)})
             due, *row = cursor.fetchone()
         if due:
-            # A claim in this space is past its expiry: it counts as ended already, so its task
-            # may be the one to hand out. The statement claimed nothing; record the lapse, then pick.
-            lapse_due(space_id=space.pk, now=now)
-        elif row[0] is not None or not ready_once_unlocked(space=space, labels=labels, unit=unit):
+            return LAPSES_DUE
+        if row[0] is not None or not ready_once_unlocked(space=space, labels=labels):
             break
     if row[0] is None:
         return None
@@ -173,17 +181,25 @@ def claim_next_task(*, space: Space, member: Member, labels: list[str] = (),
     return task, claim
 
 
-def ready_once_unlocked(*, space: Space, labels: list[str], unit: UnitOfWork) -> bool:
+def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:
     """Whether the ready queue still has a task once the rows it holds are free: asked when the
     claim statement found none. SKIP LOCKED passes over a row another transaction holds, and not
     only another ``next`` claiming it: a heartbeat or a lapse holds a ready task's row for a
     moment too, and that task is work to do (SPEC §6.1 answers ``{"task": null}`` only when there
     is none). So this waits for the first such row's holder to end, then says whether a task is
     ready (the statement runs again) or not (another ``next`` took it: nothing to do). Only the
-    caller with nothing else to take waits, and only as long as the holder's transaction lasts."""
+    caller with nothing else to take waits, and only as long as the holder's transaction lasts.
+
+    The wait keeps nothing: the lock it waited for is taken in a savepoint that is rolled back,
+    and PostgreSQL lets go of a row lock when the savepoint it was taken in is rolled back. A
+    ``next`` that kept the row of one round while it waited in the next round could wait for
+    another that waits for it (lock order: allocation.runner)."""
     queue = ready_queue(space.pk, labels).select_for_update(of=("self",), no_key=True)
-    with unit.alone():
+    waited = transaction.savepoint()
+    try:
         return queue.values_list("pk", flat=True).first() is not None
+    finally:
+        transaction.savepoint_rollback(waited)
 
 
 def claim_task(*, space: Space, member: Member, number: object, join: bool = False) -> tuple[Task, Claim]:

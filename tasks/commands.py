@@ -19,9 +19,9 @@ from spaces.models import Member, Role
 from spaces.catalog import normalize_work_item_id
 from spaces.commands import Reply, command, validated
 from spaces.selectors import get_member
-from tasks import attempts, claims, graph, selectors, services, similarity, stewardship, waiting
+from tasks import attempts, claims, graph, lapses, selectors, services, similarity, stewardship, waiting
 from tasks.errors import SurvivorInvalid
-from tasks.models import Task
+from tasks.models import Claim, Task
 from tasks.serializers import (
     AssignSerializer,
     AttemptSerializer,
@@ -150,12 +150,28 @@ def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels
     if number is not None:
         claimed = claims.claim_task(space=space, member=member, number=number, join=join)
     else:
-        claimed = claims.claim_next_task(space=space, member=member, labels=labels, unit=unit)
+        claimed = claim_next(member, unit=unit, labels=labels)
     if claimed is None:
         wait and wait_more()
         return Reply(200, {"task": None})
     task, claim = claimed
     return Reply(200, task_and(task, claim=ClaimSerializer(claim).data))
+
+
+def claim_next(member: Member, *, unit: UnitOfWork, labels: list[str]) -> tuple[Task, Claim] | None:
+    """``next {}``: the most urgent ready task claimed for ``member``, or None.
+
+    A next that meets a claim past its expiry records the lapse (SPEC §15) in a phase of its
+    own: the lapse commits, then the claim runs in the unit's next phase. So no next holds a
+    lapsed task's row while it waits for a row another transaction holds (the lock order of
+    ``allocation.runner``)."""
+    for _ in range(claims.NEXT_ROUNDS):
+        claimed = claims.claim_next_task(space=member.space, member=member, labels=labels)
+        if claimed is not claims.LAPSES_DUE:
+            return claimed
+        lapses.lapse_due(space_id=member.space_id)
+        unit.commit_phase()
+    return None
 
 
 @command("give_back", Role.WRITER, input=CostReportSerializer)

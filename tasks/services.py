@@ -68,8 +68,8 @@ def create_task(
     intent = reserve_task(space=space, actor=actor, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, priority=priority, labels=labels, blocked_by=blocked_by,
                           if_similar=if_similar, budget_usd=budget_usd, unit=unit, catalog_version=catalog_version)
-    unit.commit_reservation()
-    return mutate_task(intent, unit=unit, last=True)
+    unit.commit_phase(hold=False)  # its mutation statement takes the unit's lock again
+    return mutate_task(intent, unit=unit)
 
 
 def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_item_id: str | None,
@@ -101,12 +101,10 @@ def look_for_similar(task: Task, *, unit: UnitOfWork, refuse: bool = False) -> N
     the conflict key; a title bound to a slot has its key's guarantee instead.
 
     A refusing create looks before it reserves, so a refusal leaves nothing behind; any other
-    looks once its reservation is in, so a create refused for its key pays nothing for it. The
-    reads need no transaction: when none must commit with them they run alone (``unit.alone``)."""
+    looks once its reservation is in, so a create refused for its key pays nothing for it."""
     if task.work_item_id is not None or hasattr(task, "similar"):
         return
-    with unit.alone():
-        found = similarity.similar_to(task.space, task.title)
+    found = similarity.similar_to(task.space, task.title)
     task.similar = similarity.as_answer(found)
     if found and refuse:
         best, _ = found[0]
@@ -147,19 +145,18 @@ def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, unit: UnitOfWo
     return CreateIntent(task, key, reservation, list(blocked_by))
 
 
-def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -> Task:
+def mutate_task(intent: CreateIntent, *, unit: UnitOfWork) -> Task:
     """The second transaction of a create: the task and its occupancy, or the 409 that applies.
 
     It runs in the unit's transaction, so the task, its edges and the answer commit together.
     The occupancy constraint stays the last word: should it say no although the reservation
     was ours (a row written around the allocator, see mutation_ctes), the statement's failure
-    ends the unit with nothing written, and its reservation lapses. ``last``: the create
-    writes nothing more after it (a single create; a window's tasks commit together)."""
+    ends the unit with nothing written, and its reservation lapses."""
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
     look_for_similar(task, unit=unit)
     ready = not intent.blocked_by  # a task created with blockers wakes nobody yet
     created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit,
-                                         last=last and ready, wake=ready)
+                                         wake=ready)
     if not created:
         unit.hold()  # raises when another attempt of this operation took it over
         # The lock was held only for a moment (a request refused anyway, UnitOfWork.hold): the
@@ -180,14 +177,14 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork, last: bool = False) -
 
 
 def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, unit: UnitOfWork,
-                               last: bool = False, wake: bool = True) -> bool:
+                               wake: bool = True) -> bool:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
     False (nothing written) when the reservation was no longer this intent's, or another
     attempt of the unit's operation holds its lock. ``wake``: the task is ready, so agents
     waiting for work hear of it when this commits (``tasks.wakeups``)."""
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
-    with unit.alone(last=last), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(create_task_sql(), {
             "space": task.space_id, "title": task.title, "body": task.body,
             "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
@@ -249,7 +246,7 @@ def create_tasks_window(
         except DomainError as error:
             outcomes.append(error)
     if any(isinstance(o, CreateIntent) for o in outcomes):
-        unit.commit_reservation()
+        unit.commit_phase(hold=False)  # each mutation statement takes the unit's lock again
     results: list[WindowResult] = []
     for index, outcome in enumerate(outcomes):
         if isinstance(outcome, CreateIntent):
@@ -283,8 +280,7 @@ def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = No
         payload_sha256=payload_sha256({"criterion": criterion, "body": body}),
         unit=unit,
     )
-    unit.commit_reservation()
-    unit.hold()
+    unit.commit_phase()
     try:
         with transaction.atomic():
             note = Note.objects.create(space=space, task=task, author=actor, criterion=criterion, body=body, target=target)

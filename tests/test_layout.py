@@ -4,6 +4,7 @@ and the tasks app stays a part of the whole, not most of it."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,3 +101,17 @@ def test_the_tasks_app_is_under_three_tenths_of_production_code():
                   if not {"tests", "benchmarks", "migrations", ".venv", ".postgres"} & set(path.relative_to(ROOT).parts)]
     tasks = [path for path in production if path.relative_to(ROOT).parts[0] == "tasks"]
     assert lines(tasks) / lines(production) < 0.30
+
+
+TRANSACTION_STATE = re.compile(r"\b(atomic_blocks|get_autocommit|set_autocommit|transaction_status)\b|\.autocommit\s*=")
+
+
+def test_no_module_reads_or_changes_the_transactions_state():
+    """One transaction mode, decided by the runner (docs/architecture.md): no production module
+    reads or toggles the transaction's state by hand."""
+    production = [path for path in ROOT.rglob("*.py")
+                  if not {"tests", "benchmarks", "migrations", ".venv", ".postgres"} & set(path.relative_to(ROOT).parts)]
+    found = [(str(path.relative_to(ROOT)), match.group(0)) for path in production
+             for match in TRANSACTION_STATE.finditer(path.read_text())]
+    assert found == []
+    assert TRANSACTION_STATE.search("connection.connection.autocommit = True")  # the pattern finds a toggle

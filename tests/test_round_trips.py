@@ -49,29 +49,29 @@ def round_trips(expected: int) -> Iterator[list[str]]:
 
 
 def test_create(warm):
-    # Two steps of one statement each (SPEC §4.5): the reservation commits on its own, then the
-    # task with its occupancy; with no answer to store, neither needs BEGIN and COMMIT around
-    # it (allocation.runner.UnitOfWork.alone). Key, reserve, the similar tasks' term counts
-    # (SPEC §16: the title binds no slot), mutation. No live title has its words, so there
-    # are no candidates to read:
-    with round_trips(4) as sent:
+    # Two transactions of the unit (SPEC §4.5): the reservation commits, then the task with its
+    # occupancy. Key, BEGIN, reserve, COMMIT, BEGIN, the similar tasks' term counts (SPEC §16:
+    # the title binds no slot), mutation, COMMIT. No live title has its words, so there are no
+    # candidates to read:
+    with round_trips(8) as sent:
         assert warm.api.post(f"{S}/tasks", {"title": "Retry policy"}).status_code == 201
     assert not any(s.startswith("WITH q AS (SELECT * FROM unnest(") for s in sent)  # the candidates' read
 
 
 def test_create_with_a_word_other_titles_have_reads_its_candidates(warm):
     warm.api.post(f"{S}/tasks", {"title": "Retry policy"})
-    # Key, reserve, the term counts, the candidates sharing "retry", mutation:
-    with round_trips(5):
+    # Key, BEGIN, reserve, COMMIT, BEGIN, the term counts, the candidates sharing "retry",
+    # mutation, COMMIT:
+    with round_trips(9):
         response = warm.api.post(f"{S}/tasks", {"title": "Retry policy for webhooks"})
     assert response.status_code == 201 and [t["title"] for t in response.json()["similar"]] == ["Retry policy"]
 
 
 def test_create_with_blockers_commits_the_task_with_its_edges(warm, space):
     create_task(space=space, actor=warm.member, title="Blocker")
-    # key, BEGIN with the blocker's lookup, reserve, COMMIT (the reservation), the similar tasks'
-    # term counts, BEGIN with the mutation, the blocker locked and read, the edge, its event,
-    # COMMIT: the edges commit with the task (insert_task_with_occupancy's last=False)
+    # key, BEGIN with the blocker's lookup, reserve, COMMIT (the reservation), BEGIN with the
+    # similar tasks' term counts, the mutation, the blocker locked and read, the edge, its event,
+    # COMMIT: the edges commit with the task
     with round_trips(13) as sent:
         response = warm.api.post(f"{S}/tasks", {"title": "Retry policy", "blocked_by": [1]})
     assert response.status_code == 201 and response.json()["blocked_by"] == [1]
@@ -96,13 +96,13 @@ def test_an_idempotent_replay(warm):
 
 def test_the_409(warm, writer2):
     warm.api.post(f"{S}/tasks", {"title": "Retry policy"})
-    with round_trips(2):  # key, reserve (which names the occupant)
+    with round_trips(4):  # key, BEGIN, reserve (which names the occupant), COMMIT
         assert writer2.api.post(f"{S}/tasks", {"title": "retry  POLICY"}).status_code == 409
 
 
 def test_next(warm, space):
     create_task(space=space, actor=warm.member, title="Retry policy")
-    with round_trips(2):  # key, claim
+    with round_trips(4):  # key, BEGIN, claim, COMMIT
         assert warm.api.post(f"{S}/next").json()["task"] is not None
 
 

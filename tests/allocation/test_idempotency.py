@@ -215,15 +215,15 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
 
     other = connections.create_connection("default")  # the other attempt, on its own connection
     other.set_autocommit(False)
-    real_commit = UnitOfWork.commit_reservation
+    real_commit = UnitOfWork.commit_phase
 
-    def commit_then_lose_the_lock(self):
-        real_commit(self)
+    def commit_then_lose_the_lock(self, **options):
+        real_commit(self, **options)
         with other.cursor() as cursor:
             cursor.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY.format(member='%s', key='%s')})",
                            [self.operation.member_id, self.operation.key])
 
-    monkeypatch.setattr(UnitOfWork, "commit_reservation", commit_then_lose_the_lock)
+    monkeypatch.setattr(UnitOfWork, "commit_phase", commit_then_lose_the_lock)
     try:
         response = post(writer, "k1")
         assert response.status_code == 409 and response.json()["error"] == "idempotency_in_progress"
@@ -232,7 +232,7 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
     finally:
         other.rollback()
         other.close()
-    monkeypatch.setattr(UnitOfWork, "commit_reservation", real_commit)
+    monkeypatch.setattr(UnitOfWork, "commit_phase", real_commit)
     retried = post(writer, "k1")
     assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
 
@@ -248,23 +248,23 @@ def test_an_attempt_whose_reservation_a_retry_replaced_says_in_progress_not_rese
     from allocation.runner import UnitOfWork
 
     other = connections.create_connection("default")  # the retry's first transaction
-    real_commit = UnitOfWork.commit_reservation
+    real_commit = UnitOfWork.commit_phase
 
-    def commit_then_a_retry_replaces_the_reservation(self):
-        real_commit(self)
+    def commit_then_a_retry_replaces_the_reservation(self, **options):
+        real_commit(self, **options)
         with other.cursor() as cursor:
             cursor.execute(f'UPDATE "{Reservation._meta.db_table}" SET id = id + 1000000 WHERE operation_id = %s',
                            [self.operation.pk])
             assert cursor.rowcount == 1
 
-    monkeypatch.setattr(UnitOfWork, "commit_reservation", commit_then_a_retry_replaces_the_reservation)
+    monkeypatch.setattr(UnitOfWork, "commit_phase", commit_then_a_retry_replaces_the_reservation)
     try:
         response = post(writer, "k1")
     finally:
         other.close()
     assert response.status_code == 409 and response.json()["error"] == "idempotency_in_progress", response.json()
     assert not Task.objects.exists() and Reservation.objects.get().operation.key == "k1"
-    monkeypatch.setattr(UnitOfWork, "commit_reservation", real_commit)
+    monkeypatch.setattr(UnitOfWork, "commit_phase", real_commit)
     retried = post(writer, "k1")  # the retry takes over its operation's reservation
     assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
 

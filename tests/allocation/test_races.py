@@ -110,14 +110,14 @@ from allocation.runner import UnitOfWork
 from spaces.models import Member
 from tests.factories import create_task
 
-real_commit = UnitOfWork.commit_reservation
+real_commit = UnitOfWork.commit_phase
 
-def commit_reservation_then_hang(self):
-    real_commit(self)
+def commit_phase_then_hang(self, **options):
+    real_commit(self, **options)
     print("reserved", flush=True)
     time.sleep(600)  # killed here, between reserve and mutate
 
-UnitOfWork.commit_reservation = commit_reservation_then_hang
+UnitOfWork.commit_phase = commit_phase_then_hang
 member = Member.objects.get(pk=int(sys.argv[1]))
 create_task(space=member.space, actor=member, title="Retry policy")
 """

@@ -159,7 +159,7 @@ def test_costs_group_a_period_and_give_the_cost_per_accepted_outcome(space, writ
 def test_many_reports_at_once_sum_exactly_in_the_database():
     """Threads report on their own claims at once: the month's total is the sum of every claim's
     last report, to the micro-dollar, whatever the interleaving."""
-    from allocation.runner import in_unit
+    from allocation.runner import in_transaction, in_unit
     from spaces import services
     from tasks import claims as claim_services
     from tasks.commands import heartbeat
@@ -170,7 +170,7 @@ def test_many_reports_at_once_sum_exactly_in_the_database():
     numbers = []
     for n, member in enumerate(members):
         create_task(space=space, actor=member, title=f"Work {n}")
-        numbers.append(in_unit(claim_services.claim_next_task, space=space, member=member)[0].number)
+        numbers.append(in_transaction(claim_services.claim_next_task, space=space, member=member)[0].number)
     errors = []
 
     def report(member, number) -> None:

@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 from django.db import connection, models
 
-from allocation.runner import in_unit
+from allocation.runner import in_transaction
 from common.refusals import DomainError
 from tasks import attempts, claims, graph
 from tasks.models import Dependency, Task, TaskEvent
@@ -137,7 +137,7 @@ def test_a_blocker_finishing_while_agents_call_next_hands_each_dependent_out_onc
             def work():
                 while True:
                     finished = stop.is_set()  # read before the call: a call begun earlier may miss the commit
-                    claimed = in_unit(claims.claim_next_task, space=space, member=member)
+                    claimed = in_transaction(claims.claim_next_task, space=space, member=member)
                     if claimed is None:
                         if finished:
                             return
@@ -181,7 +181,7 @@ def test_many_agents_with_and_without_labels_take_ready_work_in_order_and_each_o
         def work():
             while True:
                 began = time.monotonic()
-                claimed = in_unit(claims.claim_next_task, space=space, member=member, labels=labels)
+                claimed = in_transaction(claims.claim_next_task, space=space, member=member, labels=labels)
                 if claimed is None:
                     return
                 handed.append((claimed[0].pk, tuple(labels), began, time.monotonic()))
@@ -229,7 +229,7 @@ def test_a_storm_of_every_graph_writer_deadlocks_never_and_keeps_edges_between_l
                     elif roll < 0.6:
                         graph.remove_blocker(space=space, number=a, blocker_number=b, actor=member)
                     elif roll < 0.7:
-                        in_unit(claims.claim_next_task, space=space, member=member)
+                        in_transaction(claims.claim_next_task, space=space, member=member)
                     elif roll < 0.8:
                         stewardship.withdraw_task(task=Task.objects.get(space=space, number=a), actor=steward)
                     elif roll < 0.9:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -203,3 +204,61 @@ def test_a_heartbeat_that_waits_for_the_lock_past_the_expiry_is_claim_lapsed(wri
     assert response.status_code == 409 and response.json()["error"] == "claim_lapsed", response.content
     assert lapses() == 1
     assert Claim.objects.get(pk=claim["id"]).end_reason == "lapsed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_next_records_a_lapse_before_it_claims_and_holds_no_lapsed_row_while_it_waits(writer, writer2, space):
+    """A next that meets a claim past its expiry records the lapse in a phase of its own, which
+    commits before the claim (allocation.runner: two phases, lock order). So while that next waits
+    for a ready row another transaction holds, the lapse is already recorded for everyone and the
+    lapsed task's row is free: two nexts each holding a lapsed row while waiting for the other's
+    would wait for ever."""
+    from django.db import connections, transaction as db_transaction
+    from psycopg.errors import LockNotAvailable
+
+    lapsed_task = writer.api.post(f"{S}/tasks", {"title": "Retry policy", "labels": ["a"]}).json()["id"]
+    ready_task = writer.api.post(f"{S}/tasks", {"title": "Onboarding guide", "labels": ["b"]}).json()["id"]
+    expire(writer.api.post(f"{S}/next", {"number": lapsed_task}).json()["claim"]["id"])
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_ready_row() -> None:  # as a heartbeat or another lapse does, for a moment
+        try:
+            with db_transaction.atomic():
+                Task.objects.select_for_update(no_key=True).get(number=ready_task)
+                holding.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    answers: list = []
+
+    def next_for_b() -> None:
+        try:
+            answers.append(writer2.api.post(f"{S}/next", {"labels": ["b"]}))
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_ready_row)
+    holder.start()
+    assert holding.wait(10)
+    agent = threading.Thread(target=next_for_b)
+    agent.start()
+    deadline = time.monotonic() + 10
+    while lapses() == 0 and time.monotonic() < deadline:  # this connection sees only what committed
+        time.sleep(0.02)
+    try:
+        assert lapses() == 1 and agent.is_alive()  # recorded and committed while the next still waits
+        other = connections.create_connection("default")
+        try:
+            with other.cursor() as cursor:  # the lapsed task's row is free meanwhile
+                cursor.execute(f'SELECT id FROM "{Task._meta.db_table}" WHERE number = %s FOR UPDATE NOWAIT',
+                               [lapsed_task])
+        except LockNotAvailable:  # pragma: no cover - the failure this test is for
+            pytest.fail("the next held the lapsed task's row while it waited")
+        finally:
+            other.close()
+    finally:
+        release.set()
+        holder.join(10)
+        agent.join(10)
+    assert answers[0].status_code == 200 and answers[0].json()["task"]["id"] == ready_task

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from django.db import connection, transaction
 
-from allocation.runner import in_unit
+from allocation.runner import in_transaction
 from tasks import claims
 from tasks.models import Claim, Task, TaskEvent
 from tests.factories import create_task
@@ -33,7 +33,7 @@ def test_sixteen_agents_never_get_the_same_task_and_none_is_lost():
         try:
             barrier.wait()
             while True:
-                claimed = in_unit(claims.claim_next_task, space=space, member=member)
+                claimed = in_transaction(claims.claim_next_task, space=space, member=member)
                 if claimed is None:
                     return
                 with lock:
@@ -88,7 +88,7 @@ def test_next_does_not_answer_nothing_while_the_ready_task_is_only_locked(claime
                               kwargs={"claim": claimed_meanwhile, "locked": locked, "ended": ended})
     holder.start()
     assert locked.wait(10)
-    claimed = in_unit(claims.claim_next_task, space=space, member=agent)
+    claimed = in_transaction(claims.claim_next_task, space=space, member=agent)
     assert ended.is_set()  # it waited for the holder rather than guessing
     holder.join()
     if claimed_meanwhile:
@@ -96,3 +96,25 @@ def test_next_does_not_answer_nothing_while_the_ready_task_is_only_locked(claime
     else:
         assert claimed is not None and claimed[0].number == task.number
         assert Claim.objects.get().member_id == agent.pk
+
+
+def test_the_wait_for_a_held_ready_row_keeps_no_lock():
+    """``ready_once_unlocked`` takes the row it waited for in a savepoint it rolls back: a next
+    that kept it while it waited in a later round could wait for one that waits for it."""
+    from django.db import connections
+
+    space = load_agent_lab()
+    creator, _ = member_with_key(space, "steward")
+    task = create_task(space=space, actor=creator, title="the only job")
+
+    def wait_then_look_from_elsewhere() -> None:
+        assert claims.ready_once_unlocked(space=space, labels=[]) is True
+        other = connections.create_connection("default")
+        try:
+            with other.cursor() as cursor:  # raises LockNotAvailable if this transaction kept the row
+                cursor.execute(f'SELECT id FROM "{Task._meta.db_table}" WHERE id = %s FOR UPDATE NOWAIT', [task.pk])
+                assert cursor.fetchone() == (task.pk,)
+        finally:
+            other.close()
+
+    in_transaction(wait_then_look_from_elsewhere)

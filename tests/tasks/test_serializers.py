@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from allocation.runner import in_unit
+from allocation.runner import in_transaction
 from tasks.claims import claim_next_task
 from tasks.serializers import ClaimSerializer, TaskDetailSerializer, TaskSerializer
 
@@ -14,7 +14,7 @@ def by_fields(serializer_class, instance) -> dict:
 
 
 def test_task_and_claim_bodies_match_their_declared_fields(space, writer, tasks3):
-    task, claim = in_unit(claim_next_task, space=space, member=writer.member)
+    task, claim = in_transaction(claim_next_task, space=space, member=writer.member)
     assert TaskSerializer(task).data == by_fields(TaskSerializer, task)
     assert ClaimSerializer(claim).data == by_fields(ClaimSerializer, claim)
     detail = TaskDetailSerializer(task).data

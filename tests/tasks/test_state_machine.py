@@ -18,7 +18,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from allocation.runner import in_unit
+from allocation.runner import in_transaction
 from common.refusals import DomainError
 from spaces import services as space_services
 from tasks import attempts, claims
@@ -55,7 +55,7 @@ class ClaimsMachine(RuleBasedStateMachine):
 
     @rule(m=member_index)
     def next_task(self, m):
-        self.attempt(in_unit, claims.claim_next_task, space=self.space, member=self.members[m])
+        self.attempt(in_transaction, claims.claim_next_task, space=self.space, member=self.members[m])
 
     @rule(m=member_index, t=task_index, join=st.booleans())
     def claim(self, m, t, join):
