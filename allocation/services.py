@@ -35,7 +35,7 @@ from allocation.models import (
 )
 from common.refusals import InvalidRequest
 from events import feed
-from common.sql import insert_select, insert_unless_conflict
+from common.sql import Cte, Statement, insert_select, insert_unless_conflict, table, with_query
 from common.text import has_control_characters
 from spaces.catalog import normalize_work_item_id
 from spaces.models import CharterItem, Member, Space
@@ -228,8 +228,16 @@ def reserve_over_reservation(
 # reservation table is UNLOGGED, and what else that transaction may hold (an attempt's
 # first touch, an earlier proposal of a window) is answered only by a later transaction
 # that commits an operation's answer or a task synchronously, and so flushes it too.
-# No task winner to name: what `reserve` joins when its caller names none (notes name their note).
-NO_TASK_WINNER = "SELECT NULL::integer AS number, NULL::varchar AS status"
+
+
+# The part that names the occupying task a 409 names, given the SQL of the occupancy's task id:
+# yields that task's ``number`` and ``status``. The app that owns tasks hands it to ``reserve``
+# (``tasks.sql.task_winner``); a note's key names its note, so a note's reserve names none.
+Winner = Callable[[str], Cte]
+
+
+def no_task_winner(task_id: str) -> Cte:
+    return Cte("winner", "SELECT NULL::integer AS number, NULL::varchar AS status", columns=("number", "status"))
 
 
 CONFLICT_COUNT_SHARDS = 16
@@ -267,38 +275,40 @@ def purge_conflict_counts(*, dry_run: bool = False) -> int:
 
 
 @cache
-def reserve_sql(with_hold: bool, task_winner_sql: str) -> str:
-    """Built once per shape. ``task_winner_sql`` is the caller's: a query over the occupancy row
-    ``o`` that yields the occupying task's ``number`` and ``status`` (the app that owns tasks
-    knows its table; ``tasks.selectors.task_winner_sql``)."""
-    quote = connection.ops.quote_name
+def reserve_statement(with_hold: bool, winner: Winner) -> Statement:
+    """Built once per shape; ``winner`` names the occupying task (``Winner``)."""
     values = {"space": "%(space)s", "kind": "%(kind)s", "target": "%(target)s", "delivery_mode": "%(delivery_mode)s",
               "received_seq": NEXT_RECEIVED_SEQ, "payload_sha256": "%(payload_sha256)s", "member": "%(member)s",
               "operation": "%(operation)s", "created_at": "%(now)s", "expires_at": "%(expires_at)s"}
-    return (
-        "WITH not_durable AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)), "
-        f"held AS (SELECT 1 FROM {quote(SlotHold._meta.db_table)} WHERE space_id = %(space)s "
-        f"AND work_item_id = %(work_item_id)s AND {'true' if with_hold else 'false'}), "
-        f"occupant AS (SELECT o.task_id, o.note_id, w.number, w.status FROM {quote(Occupancy._meta.db_table)} o "
-        f"LEFT JOIN LATERAL ({task_winner_sql}) w ON true "
-        "WHERE o.space_id = %(space)s AND o.kind = %(kind)s AND o.target = %(target)s "
-        "AND o.delivery_mode = %(delivery_mode)s), "
-        f"counted AS ({count_conflict_sql('occupant WHERE NOT EXISTS (SELECT 1 FROM held)')}), "
-        f"inserted AS ({insert_select(Reservation, values)} "
-        "WHERE NOT EXISTS (SELECT 1 FROM held) AND NOT EXISTS (SELECT 1 FROM occupant) "
-        "AND EXISTS (SELECT 1 FROM not_durable) "
-        "ON CONFLICT (space_id, kind, target, delivery_mode) DO NOTHING RETURNING id, received_seq) "
-        "SELECT 'reserved', id, received_seq, NULL::bigint, NULL::varchar FROM inserted "
-        "UNION ALL SELECT 'held', NULL, NULL, NULL, NULL FROM held "
-        "UNION ALL SELECT 'occupied', task_id, note_id, number, status FROM occupant"
-    )
+    named = winner("o.task_id")
+    not_durable = Cte("not_durable", "SELECT set_config('synchronous_commit', 'off', true)", materialized=True)
+    held = Cte("held", f"SELECT 1 FROM {table(SlotHold)} WHERE space_id = %(space)s "
+                       f"AND work_item_id = %(work_item_id)s AND {'true' if with_hold else 'false'}")
+    occupant = Cte("occupant", f"SELECT o.task_id, o.note_id, {named.col('number')}, {named.col('status')} "
+                               f"FROM {table(Occupancy)} o LEFT JOIN LATERAL ({named.body}) {named} ON true "
+                               "WHERE o.space_id = %(space)s AND o.kind = %(kind)s AND o.target = %(target)s "
+                               "AND o.delivery_mode = %(delivery_mode)s",
+                   columns=("task_id", "note_id", "number", "status"))
+    counted = Cte("counted", count_conflict_sql(f"{occupant} WHERE NOT EXISTS (SELECT 1 FROM {held})"),
+                  reads=(occupant, held))
+    inserted = Cte("inserted", f"{insert_select(Reservation, values)} "
+                               f"WHERE NOT EXISTS (SELECT 1 FROM {held}) AND NOT EXISTS (SELECT 1 FROM {occupant}) "
+                               f"AND EXISTS (SELECT 1 FROM {not_durable}) "
+                               "ON CONFLICT (space_id, kind, target, delivery_mode) DO NOTHING RETURNING id, received_seq",
+                   columns=("id", "received_seq"), reads=(held, occupant, not_durable))
+    return with_query(
+        "reserve", [not_durable, held, occupant, counted, inserted],
+        f"SELECT 'reserved', {inserted.col('id')}, {inserted.col('received_seq')}, NULL::bigint, NULL::varchar "
+        f"FROM {inserted} UNION ALL SELECT 'held', NULL, NULL, NULL, NULL FROM {held} "
+        f"UNION ALL SELECT 'occupied', {occupant.col('task_id')}, {occupant.col('note_id')}, "
+        f"{occupant.col('number')}, {occupant.col('status')} FROM {occupant}", reads=(inserted, held, occupant))
 
 
 def reserve(
     *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, unit: UnitOfWork,
-    work_item_id: str | None = None, task_winner_sql: str = NO_TASK_WINNER,
+    work_item_id: str | None = None, winner: Winner = no_task_winner,
 ) -> Reservation:
-    """Steps 2–4 of SPEC §4.5 in one statement (``reserve_sql``); raises the 409 that applies.
+    """Steps 2–4 of SPEC §4.5 in one statement (``reserve_statement``); raises the 409 that applies.
 
     Only when another intent's reservation holds the key does it take that reservation's
     row lock: a stale reservation (past ``expires_at``) is taken over, so a crashed
@@ -312,7 +322,7 @@ def reserve(
     fields = reservation_fields(space=space, member=member, payload_sha256=payload_sha256,
                                 operation=operation, now=now)
     with connection.cursor() as cursor:
-        cursor.execute(reserve_sql(work_item_id is not None, task_winner_sql), {
+        reserve_statement(work_item_id is not None, winner).run(cursor, {
             "space": space.pk, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode,
             "work_item_id": work_item_id or "", "payload_sha256": payload_sha256, "member": member.pk,
             "operation": operation.pk if operation else None, "now": now, "expires_at": fields["expires_at"],
@@ -335,33 +345,37 @@ def reserve(
 
 
 @cache
-def mutation_ctes() -> tuple[str, str]:
-    """Allocation's part of a create's mutation statement (SPEC §4.5.4), for the app that owns the
-    created row to put around its own insert: ``taken`` drops the intent's reservation and yields
-    a row only if it was still the intent's (so nothing is created by an intent whose reservation
-    lapsed and was taken over) and the key is not occupied, and ``occupied`` inserts the occupancy for the task that the
-    ``created`` CTE yields (its ``id``). Parameters: reservation, space, kind, target,
-    delivery_mode, now, and the unit's ``lock_params()`` (``allocation.runner.UnitOfWork``).
-    Column lists come from the models, so a new column cannot be missed.
-    """
-    quote = connection.ops.quote_name
+def reservation_taken() -> Cte:
+    """Allocation's first part of a create's mutation statement (SPEC §4.5.4): ``taken`` drops
+    the intent's reservation and yields its ``id`` only if it was still the intent's (so
+    nothing is created by an intent whose reservation lapsed and was taken over) and the key is
+    not occupied. Parameters: reservation, space, kind, target, delivery_mode, and the unit's
+    ``lock_params()`` (``allocation.runner.UnitOfWork``)."""
     # The same statement takes the unit's liveness lock again (its new transaction's first
     # write): a unit whose operation another attempt took over in between writes nothing.
     lock = LOCK_KEY.format(member="%(lock_member)s", key="%(lock_key)s")
+    dropped = Cte("dropped", f"DELETE FROM {table(Reservation)} WHERE id = %(reservation)s "
+                             f"AND pg_try_advisory_xact_lock({lock}) RETURNING id", columns=("id",))
     # The reserve statement read occupancy in its snapshot but checked the reservation's unique
     # key against what committed since: an intent whose rival created the task and dropped its
     # reservation in between holds a reservation for an occupied key. This later statement
     # sees that occupancy: such an intent drops its reservation and creates nothing (a 409),
     # rather than meeting the occupancy's unique constraint inside an attempt's transaction.
-    occupied_now = (f"SELECT 1 FROM {quote(Occupancy._meta.db_table)} WHERE space_id = %(space)s "
+    occupied_now = (f"SELECT 1 FROM {table(Occupancy)} WHERE space_id = %(space)s "
                     "AND kind = %(kind)s AND target = %(target)s AND delivery_mode = %(delivery_mode)s")
-    taken = (f"dropped AS (DELETE FROM {quote(Reservation._meta.db_table)} WHERE id = %(reservation)s "
-             f"AND pg_try_advisory_xact_lock({lock}) RETURNING id), "
-             f"taken AS (SELECT id FROM dropped WHERE NOT EXISTS ({occupied_now}))")
+    return Cte("taken", f"SELECT {dropped.col('id')} FROM {dropped} WHERE NOT EXISTS ({occupied_now})",
+               columns=("id",), reads=(dropped,))
+
+
+@cache
+def occupancy_of(created: Cte) -> Cte:
+    """Allocation's last part of a create's mutation statement: ``occupied`` inserts the
+    occupancy of the task the part ``created`` yields (its ``id``). Parameters: space, kind,
+    target, delivery_mode, now. Column lists come from the models, so a new column cannot be
+    missed."""
     values = {"space": "%(space)s", "kind": "%(kind)s", "target": "%(target)s", "delivery_mode": "%(delivery_mode)s",
-              "task": "created.id", "note": "NULL", "created_at": "%(now)s"}
-    occupied = f"occupied AS ({insert_select(Occupancy, values)} FROM created)"
-    return taken, occupied
+              "task": created.col("id"), "note": "NULL", "created_at": "%(now)s"}
+    return Cte("occupied", f"{insert_select(Occupancy, values)} FROM {created}", reads=(created,))
 
 
 def occupy(*, reservation: Reservation, space: Space, key: ConflictKey, task=None, note=None) -> Occupancy:

@@ -1,6 +1,12 @@
-"""SQL helpers the apps share: an insert built from a model's metadata, and an insert unless a
-unique constraint already holds the row."""
+"""SQL helpers the apps share: an insert built from a model's metadata, an insert unless a
+unique constraint already holds the row, and the pieces a hand-written statement is composed of
+(``Cte``, ``Statement``), so a part another app hands out is a typed value, not a string whose
+names a caller must know."""
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
@@ -132,3 +138,73 @@ def column(model, name: str) -> str:
 
 def table(model) -> str:
     return quote(model._meta.db_table)
+
+
+# --- Statements composed of named parts ----------------------------------------------------
+
+PARAMETER = re.compile(r"%\((\w+)\)s")
+
+
+@dataclass(frozen=True)
+class Cte:
+    """One part of a ``WITH`` statement: its name, its body, the columns it yields and the parts
+    it reads. An app hands out a part as a ``Cte`` built by a function that takes the parts it
+    reads as arguments, so the names in its body come from those values: ``f"FROM {created}"``
+    writes the part's name, ``created.col("id")`` one of its columns (``KeyError`` if it yields
+    no such column), and ``with_query`` refuses a part placed before one it reads. A wrong
+    name fails when the statement is built (once per process, in every test that runs it)."""
+
+    name: str
+    body: str
+    columns: tuple[str, ...] = ()
+    reads: tuple["Cte", ...] = ()
+    materialized: bool = False  # run once, whether or not anything reads it (a side effect)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def col(self, column: str) -> str:
+        if column not in self.columns:
+            raise KeyError(f"the part {self.name} yields no column {column!r} (it yields {', '.join(self.columns)})")
+        return f"{self.name}.{column}"
+
+
+class Statement:
+    """A hand-written statement with named parameters, named for what it does: ``run`` refuses
+    parameters that are not exactly the ones its SQL names, so a parameter renamed in one app's
+    part fails in the first test that runs the statement, never by sending a wrong value."""
+
+    __slots__ = ("name", "sql", "parameters")
+
+    def __init__(self, name: str, sql: str) -> None:
+        self.name, self.sql = name, sql
+        self.parameters = frozenset(PARAMETER.findall(sql))
+
+    def run(self, cursor: Any, parameters: Mapping[str, Any]) -> None:
+        if parameters.keys() != self.parameters:
+            missing = sorted(self.parameters - parameters.keys())
+            unknown = sorted(parameters.keys() - self.parameters)
+            raise TypeError(f"{self.name}: parameters missing {missing}, unknown {unknown}")
+        cursor.execute(self.sql, parameters)
+
+
+def with_query(name: str, parts: Sequence[Cte], select: str, *, reads: Sequence[Cte] = ()) -> Statement:
+    """``WITH part, … select`` as a ``Statement``. Each part is placed after the parts it reads
+    (a part another app hands out brings its own), then ``select``, which reads ``reads``. Two
+    different parts of one name are a ``ValueError``."""
+    placed: dict[str, Cte] = {}
+
+    def place(part: Cte) -> None:
+        if part.name in placed:
+            if placed[part.name] != part:
+                raise ValueError(f"{name}: two different parts are named {part.name}")
+            return
+        for read in part.reads:
+            place(read)
+        placed[part.name] = part
+
+    for part in [*parts, *reads]:
+        place(part)
+    return Statement(name, "WITH " + ", ".join(
+        f"{part.name} AS {'MATERIALIZED ' if part.materialized else ''}({part.body})" for part in placed.values())
+        + " " + select)

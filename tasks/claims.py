@@ -20,7 +20,7 @@ from django.db.models import Exists
 from django.utils import timezone
 
 from common.refusals import InvalidRequest
-from common.sql import Placeholder, insert_select, named_sql, quote, written_fields
+from common.sql import Placeholder, Statement, insert_select, named_sql, quote, written_fields
 from costs import services as costs
 from costs.services import Cost
 from spaces.models import Member, Role, Space
@@ -90,7 +90,7 @@ NOW = Placeholder("now", datetime(1970, 1, 2, 3, 4, 5, 678901, tzinfo=dt_timezon
 
 
 @cache
-def claim_next_sql() -> tuple[str, list[str]]:
+def claim_next_statement() -> tuple[Statement, list[str]]:
     """The statement, and the task's attribute names in the order it returns the task's columns:
     built once, so each call hands the row straight to ``Task.from_db``."""
     task_table = quote(Task._meta.db_table)
@@ -120,7 +120,7 @@ def claim_next_sql() -> tuple[str, list[str]]:
         "FROM due LEFT JOIN (claim JOIN claimed ON claimed.id = claim.task_id) ON true "
         f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
     )
-    return sql, ["id", *(f.attname for f in fields)]
+    return Statement("claim the next task", sql), ["id", *(f.attname for f in fields)]
 
 
 @cache
@@ -151,13 +151,13 @@ def claim_next_task(*, space: Space, member: Member,
     queueing behind it, and the partial index task_open_by_priority keeps the search small
     however many tasks have finished.
     """
-    sql, task_attnames = claim_next_sql()
+    statement, task_attnames = claim_next_statement()
     for _ in range(NEXT_ROUNDS):
         now = timezone.now()
         expires_at = claim_expiry(space, now)
         with connection.cursor() as cursor:
-            cursor.execute(sql, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
-                                 "expires_iso": expires_at.isoformat(), "labels": list(labels)})
+            statement.run(cursor, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
+                                   "expires_iso": expires_at.isoformat(), "labels": list(labels)})
             due, *row = cursor.fetchone()
         if due:
             return LAPSES_DUE

@@ -29,7 +29,7 @@ from tasks import graph, similarity, wakeups
 from tasks.errors import SimilarTaskExists
 from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskStatus
 from tasks.selectors import get_task
-from tasks.sql import create_task_sql, remember_labels_sql, task_winner_sql
+from tasks.sql import create_task_statement, remember_labels_sql, task_winner
 
 
 @dataclass
@@ -139,7 +139,7 @@ def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, unit: UnitOfWo
     task.creator = actor
     reservation = allocation.reserve(
         space=space, key=key, member=actor, payload_sha256=task.payload_sha256, work_item_id=task.work_item_id,
-        unit=unit, task_winner_sql=task_winner_sql(),
+        unit=unit, winner=task_winner,
     )
     task.received_seq = reservation.received_seq
     return CreateIntent(task, key, reservation, list(blocked_by))
@@ -150,7 +150,7 @@ def mutate_task(intent: CreateIntent, *, unit: UnitOfWork) -> Task:
 
     It runs in the unit's transaction, so the task, its edges and the answer commit together.
     The occupancy constraint stays the last word: should it say no although the reservation
-    was ours (a row written around the allocator, see mutation_ctes), the statement's failure
+    was ours (a row written around the allocator, see allocation.services.reservation_taken), the statement's failure
     ends the unit with nothing written, and its reservation lapses."""
     task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
     look_for_similar(task, unit=unit)
@@ -185,7 +185,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, uni
     details = {"work_item_id": task.work_item_id, "conflict_key": key.as_dict()}
     now = timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute(create_task_sql(), {
+        create_task_statement().run(cursor, {
             "space": task.space_id, "title": task.title, "body": task.body,
             "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
             "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,

@@ -3,9 +3,10 @@ from the models' metadata (tables and columns from ``_meta``, value lists from
 ``common.sql.insert_select``), so a renamed column or a new field cannot be missed. The
 modules that run them (services, claims, graph, lifecycle) pass the parameters.
 
-Other apps' tables appear only through the parts their owners hand out:
-``allocation.services.mutation_ctes`` (the reservation and the occupancy) and
-``spaces.sql.next_task_number_cte`` (the space's task counter).
+Other apps' tables appear only through the parts their owners hand out, as typed values
+(``common.sql.Cte``) built from the parts they read: ``allocation.services.reservation_taken``
+and ``occupancy_of`` (the reservation and the occupancy), ``spaces.sql.next_task_number``
+(the space's task counter); this app hands allocation ``task_winner`` in return.
 """
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from functools import cache
 
 
 from allocation import services as allocation
-from common.sql import column, insert_select, quote, table
+from common.sql import Cte, Statement, column, insert_select, quote, table, with_query
 from spaces.models import Member
-from spaces.sql import next_task_number_cte
+from spaces.sql import next_task_number
 from tasks import wakeups
 from tasks.similarity import LIVE_TERM
 from tasks.models import (
@@ -42,10 +43,11 @@ from tasks.models import (
 # (tasks.wakeups) when the statement's transaction commits. The title's terms go into the
 # similar-tasks index (SPEC §16): rows of the new task's own, so no other writer waits on them.
 @cache
-def create_task_sql() -> str:
-    taken, occupied = allocation.mutation_ctes()
+def create_task_statement() -> Statement:
+    taken = allocation.reservation_taken()
+    numbered = next_task_number(only_if=taken)
     task_values = {
-        "space": "%(space)s", "number": "task_counter", "title": "%(title)s", "body": "%(body)s",
+        "space": "%(space)s", "number": numbered.col("task_counter"), "title": "%(title)s", "body": "%(body)s",
         "delivery_mode": "%(delivery_mode)s", "work_item_id": "%(work_item_id)s", "conflict_kind": "%(kind)s",
         "conflict_target": "%(target)s", "status": "%(status)s", "cycle": "%(cycle)s", "creator": "%(creator)s",
         "received_seq": "%(received_seq)s", "payload_sha256": "%(payload_sha256)s", "superseded_by": "NULL",
@@ -54,32 +56,29 @@ def create_task_sql() -> str:
         "budget_usd": "%(budget_usd)s::numeric",
         "title_terms": "%(terms)s::text[]",
     }
-    term_values = {"space": "%(space)s", "term": "u.term", "task": "created.id"}
-    label_values = {"space": "%(space)s", "label": "l.label"}
-    event_values = {"space": "%(space)s", "task": "created.id", "kind": f"'{EventKind.CREATED.value}'",
+    created = Cte("created", f"{insert_select(Task, task_values)} FROM {numbered} RETURNING id, number",
+                  columns=("id", "number"), reads=(numbered,))
+    event_values = {"space": "%(space)s", "task": created.col("id"), "kind": f"'{EventKind.CREATED.value}'",
                     "actor": "%(creator)s", "details": "%(details)s::jsonb", "created_at": "%(now)s"}
+    event = Cte("event", f"{insert_select(TaskEvent, event_values)} FROM {created}", reads=(created,))
+    term_values = {"space": "%(space)s", "term": "u.term", "task": created.col("id")}
+    indexed = Cte("indexed", f"{insert_select(TitleTerm, term_values)} FROM {created}, "
+                             f"unnest(%(terms)s::text[] || ARRAY[{LIVE_TERM!r}]) AS u(term)", reads=(created,))
+    labelled = Cte("labelled", f"{insert_select(SpaceLabel, {'space': '%(space)s', 'label': 'l.label'})} "
+                               f"FROM {created}, unnest(%(labels)s::varchar[]) AS l(label) ON CONFLICT DO NOTHING",
+                   reads=(created,))
+    return with_query(
+        "create a task", [taken, numbered, created, allocation.occupancy_of(created), event, indexed, labelled],
+        f"SELECT {created.col('id')}, {created.col('number')}, "
+        f"CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s', '%(wake_context)s')} END FROM {created}",
+        reads=(created,))
 
-    return (
-        f"WITH {taken}, "
-        f"{next_task_number_cte(name='numbered', space='%(space)s', only_if='taken')}, "
-        f"created AS ({insert_select(Task, task_values)} FROM numbered RETURNING id, number), "
-        f"{occupied}, "
-        f"event AS ({insert_select(TaskEvent, event_values)} FROM created), "
-        f"indexed AS ({insert_select(TitleTerm, term_values)} FROM created, "
-        f"unnest(%(terms)s::text[] || ARRAY[{LIVE_TERM!r}]) AS u(term)), "
-        f"labelled AS ({insert_select(SpaceLabel, label_values)} FROM created, "
-        "unnest(%(labels)s::varchar[]) AS l(label) ON CONFLICT DO NOTHING) "
-        f"SELECT id, number, CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s', '%(wake_context)s')} END FROM created"
-    )
 
-
-@cache
-def task_winner_sql() -> str:
-    """The occupying task a 409 names (number and status), for allocation's reserve statement,
-    which reads the occupancy row as ``o``; names from the model, as every statement here."""
-    field = Task._meta.get_field
-    return (f"SELECT {quote(field('number').column)}, {quote(field('status').column)} "
-            f"FROM {quote(Task._meta.db_table)} WHERE {quote(Task._meta.pk.column)} = o.task_id")
+def task_winner(task_id: str) -> Cte:
+    """The occupying task a 409 names, for allocation's reserve statement (``allocation.services.Winner``):
+    the number and status of the task whose id is ``task_id`` (an SQL expression)."""
+    return Cte("winner", f"SELECT {column(Task, 'number')} AS number, {column(Task, 'status')} AS status "
+                         f"FROM {table(Task)} WHERE {column(Task, 'id')} = {task_id}", columns=("number", "status"))
 
 
 # --- The work graph's locks and walk (tasks.graph) -----------------------------------------
