@@ -1,15 +1,15 @@
 """Binding, reservations, occupancy and holds (SPEC §4.3–§4.5, §5.2).
 
-The create flow itself lives in ``tasks.services.create_task``; it calls ``reserve``
-(its own committed transaction), then ``occupy`` inside the mutation transaction, and
-``release_reservation`` if that fails.
+A create is a two-phase command (``tasks.commands.create_in_two_phases``): ``reserve`` in its
+first phase, committed, then the mutation statement (``reservation_taken``, ``occupancy_of``;
+a note: ``occupy``, and ``release_reservation`` if that fails) in its second.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -40,8 +40,6 @@ from common.text import has_control_characters
 from spaces.catalog import normalize_work_item_id
 from spaces.models import CharterItem, Member, Space
 
-if TYPE_CHECKING:
-    from allocation.runner import UnitOfWork
 
 MAX_LISTED_IDS = 50
 
@@ -305,7 +303,7 @@ def reserve_statement(with_hold: bool, winner: Winner) -> Statement:
 
 
 def reserve(
-    *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, unit: UnitOfWork,
+    *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, operation: Operation | None,
     work_item_id: str | None = None, winner: Winner = no_task_winner,
 ) -> Reservation:
     """Steps 2–4 of SPEC §4.5 in one statement (``reserve_statement``); raises the 409 that applies.
@@ -317,7 +315,6 @@ def reserve(
     itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``. The caller commits
     the reservation next (``UnitOfWork.commit_phase``).
     """
-    operation = unit.operation
     now = timezone.now()
     fields = reservation_fields(space=space, member=member, payload_sha256=payload_sha256,
                                 operation=operation, now=now)

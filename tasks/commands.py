@@ -15,7 +15,7 @@ from allocation.serializers import BindSerializer, HoldSerializer
 from allocation.runner import UnitOfWork
 from common.refusals import DomainError, NotFound
 from costs.services import Cost, check_space_budget
-from spaces.models import Member, Role
+from spaces.models import Member, Role, Space
 from spaces.catalog import normalize_work_item_id
 from spaces.commands import Reply, command, validated
 from spaces.selectors import get_member
@@ -64,17 +64,49 @@ def task_and(task: Task, **parts: Any) -> dict:
 # --- Creating work (SPEC §4) -----------------------------------------------------------------
 
 
+# A create is a two-phase command (allocation.runner): the reservation commits before the
+# mutation (SPEC §4.5), which commits with the unit and its answer. The services do each phase's
+# work given their inputs; the phases and the unit's lock are decided here.
+
+
+def create_in_two_phases(*, unit: UnitOfWork, space: Space, actor: Member, **fields: Any) -> Task:
+    """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6. The one
+    create every front and the suite run (``allocation.runner.in_unit`` for the suite)."""
+    intent = services.reserve_task(space=space, actor=actor, operation=unit.operation, **fields)
+    unit.commit_phase(hold=False)  # the mutation statement takes the unit's lock again
+    return mutate(unit, intent)
+
+
+def mutate(unit: UnitOfWork, intent: services.CreateIntent) -> Task:
+    """A create's second phase. Its statement wrote nothing when another attempt held the unit's
+    lock or the reservation is no longer this intent's. The lock may have been held only for a
+    moment (a request refused anyway, ``UnitOfWork.hold``), so the mutation runs once more under
+    the lock; then the refusal that applies, or this attempt yields to a retry of the same
+    request that holds the key now."""
+    try:
+        return services.mutate_task(intent, lock=unit.lock_params())
+    except services.NotInserted:
+        unit.hold()  # raises when another attempt of this operation took it over
+    try:
+        return services.mutate_task(intent, lock=unit.lock_params())
+    except services.NotInserted:
+        refusal = services.lost_reservation_refusal(intent, unit.operation)
+        if refusal is None:
+            unit.yield_to_another_attempt()
+        raise refusal from None
+
+
 @command("create_task", Role.WRITER, input=TaskCreateSerializer)
 def create_task(member: Member, *, unit: UnitOfWork, **data: Any) -> Reply:
     # The space came with the API key in this request, catalog version included.
-    task = services.create_task(space=member.space, actor=member, unit=unit,
+    task = create_in_two_phases(unit=unit, space=member.space, actor=member,
                                 catalog_version=member.space.catalog_version, **data)
     return Reply(201, created_body(task))
 
 
 def window_results(member: Member, *, unit: UnitOfWork, proposals: list) -> list[dict]:
     """SPEC §4.7: validate each proposal, create the valid ones in array order, answer each
-    exactly as a single create would have."""
+    exactly as a single create would have. Two phases: every reservation, then every task."""
     results = []
     valid: list[tuple[int, dict]] = []
     for index, raw in enumerate(proposals):
@@ -82,8 +114,11 @@ def window_results(member: Member, *, unit: UnitOfWork, proposals: list) -> list
             valid.append((index, validated(TaskCreateSerializer, raw)))
         except DomainError as error:
             results.append({"index": index, "status": error.http_status, "body": error.as_body()})
-    outcomes = services.create_tasks_window(space=member.space, actor=member, proposals=[p for _, p in valid],
-                                            unit=unit, catalog_version=member.space.catalog_version)
+    reserved = services.reserve_window(space=member.space, actor=member, proposals=[p for _, p in valid],
+                                       operation=unit.operation, catalog_version=member.space.catalog_version)
+    if any(isinstance(outcome, services.CreateIntent) for outcome in reserved):
+        unit.commit_phase(hold=False)  # each mutation statement takes the unit's lock again
+    outcomes = services.window_results(member.space, reserved, lambda intent: mutate(unit, intent))
     for (index, _), outcome in zip(valid, outcomes):
         body = created_body(outcome.task) if outcome.task else outcome.error.as_body()
         results.append({"index": index, "status": outcome.status, "body": body})
@@ -97,9 +132,12 @@ def create_tasks(member: Member, *, unit: UnitOfWork, proposals: list) -> Reply:
 
 @command("add_note", Role.WRITER, input=NoteCreateSerializer)
 def add_note(member: Member, *, unit: UnitOfWork, number: object, **data: Any) -> Reply:
+    """A review note (SPEC §4.8), in two phases: its reservation commits, then the note is
+    written under the unit's lock taken again."""
     task = selectors.get_task(space=member.space, number=number)
-    note = services.add_note(task=task, actor=member, unit=unit, **data)
-    return Reply(201, NoteSerializer(note).data)
+    intent = services.reserve_note(task=task, actor=member, operation=unit.operation, **data)
+    unit.commit_phase()
+    return Reply(201, NoteSerializer(services.insert_note(intent)).data)
 
 
 # --- The work graph (SPEC §13) ---------------------------------------------------------------

@@ -315,9 +315,9 @@ class Claim(models.Model):
         left = (self.expires_at - timezone.now()).total_seconds()
         if left <= 0:
             return f"{holder}, lapsed"
-        for unit, size in (("h", 3600), ("min", 60)):
+        for suffix, size in (("h", 3600), ("min", 60)):
             if left >= size:
-                return f"{holder}, lapses in {int(left // size)} {unit}"
+                return f"{holder}, lapses in {int(left // size)} {suffix}"
         return f"{holder}, lapses in {int(left)} s"
 
     @staticmethod

@@ -1,8 +1,11 @@
 """Creating tasks and notes: reserve, then mutate (SPEC §4.5–§4.8).
 
-``create_task`` is the one path every front uses to create work. Reserve runs in its
-own committed transaction (so racing intents see it at once); the mutation inserts the
-task and its occupancy and drops the reservation in a second one. The occupancy unique
+Each create is two phases, and the services here are each phase's work, given their inputs
+(the operation a reservation is for, the unit's lock as the mutation statement takes it): the
+reservation (``reserve_task``, ``reserve_window``, ``reserve_note``), then the mutation
+(``mutate_task``, ``insert_note``), which inserts the task and its occupancy and drops the
+reservation. The command layer runs them as a two-phase command (``tasks.commands.create_in_two_phases``):
+the reservation commits between them (so racing intents see it at once). The occupancy unique
 constraint is the last word: one live task per conflict key, whatever the timing.
 """
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -18,8 +21,7 @@ from django.utils import timezone
 from allocation import services as allocation
 from allocation.catalog_index import current_catalog_version
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
-from allocation.models import ConflictKind, DeliveryMode
-from allocation.runner import UnitOfWork
+from allocation.models import ConflictKind, DeliveryMode, Operation
 from common.refusals import DomainError
 from operations import tracing
 from spaces.models import Member, Role, Space
@@ -40,36 +42,6 @@ class CreateIntent:
     key: ConflictKey
     reservation: object
     blocked_by: list[Task] = field(default_factory=list)  # as named; resolved to live blockers on insert
-
-
-def create_task(
-    *,
-    space: Space,
-    actor: Member,
-    title: str,
-    body: str = "",
-    delivery_mode: str = DeliveryMode.RESULT,
-    work_item_id: str | None = None,
-    priority: int = DEFAULT_PRIORITY,
-    labels: list[str] | None = None,
-    blocked_by: list[int] | None = None,
-    if_similar: str = "allow",
-    budget_usd: Decimal | None = None,
-    unit: UnitOfWork,
-    catalog_version: int | None = None,
-) -> Task:
-    """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6.
-
-    Two transactions of the caller's ``unit`` (SPEC §4.5): the reservation commits before the
-    mutation, which commits with the unit (and its operation's answer, if it has one).
-    ``catalog_version`` is the space's catalog version as this request read it (the key
-    lookup loads the space with it); without it the version is read here.
-    """
-    intent = reserve_task(space=space, actor=actor, title=title, body=body, delivery_mode=delivery_mode,
-                          work_item_id=work_item_id, priority=priority, labels=labels, blocked_by=blocked_by,
-                          if_similar=if_similar, budget_usd=budget_usd, unit=unit, catalog_version=catalog_version)
-    unit.commit_phase(hold=False)  # its mutation statement takes the unit's lock again
-    return mutate_task(intent, unit=unit)
 
 
 def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_item_id: str | None,
@@ -95,7 +67,7 @@ def bind_task(*, space: Space, title: str, body: str, delivery_mode: str, work_i
     return task, key
 
 
-def look_for_similar(task: Task, *, unit: UnitOfWork, refuse: bool = False) -> None:
+def look_for_similar(task: Task, *, refuse: bool = False) -> None:
     """SPEC §16 at create: a title that bound no slot is answered with the similar live tasks
     (``task.similar``), once; with ``refuse`` any of them refuses the create. It never changes
     the conflict key; a title bound to a slot has its key's guarantee instead.
@@ -120,63 +92,72 @@ def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
                  delivery_mode: str = DeliveryMode.RESULT, work_item_id: str | None = None,
                  priority: int = DEFAULT_PRIORITY, labels: list[str] | None = None,
                  blocked_by: list[int] | None = None, if_similar: str = "allow", budget_usd: Decimal | None = None,
-                 unit: UnitOfWork, catalog_version: int | None = None) -> CreateIntent:
-    """The first transaction of a create (SPEC §4.5 steps 1–4): bind, key, reserve (a create
-    that refuses similar tasks first looks for them, SPEC §16). Blockers are looked up first:
-    an unknown one is a 422 before anything is reserved."""
+                 operation: Operation | None = None, catalog_version: int | None = None) -> CreateIntent:
+    """The first phase of a create (SPEC §4.5 steps 1–4): bind, key, reserve for ``operation``
+    (a create that refuses similar tasks first looks for them, SPEC §16). Blockers are looked up
+    first: an unknown one is a 422 before anything is reserved. ``catalog_version`` is the
+    space's catalog version as this request read it (the key lookup loads the space with it);
+    without it the version is read here."""
     blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
     task, key = bind_task(space=space, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, catalog_version=catalog_version, priority=priority,
                           labels=labels, budget_usd=budget_usd)
     if if_similar == "refuse":
-        look_for_similar(task, unit=unit, refuse=True)
-    return reserve_bound(task, key, actor=actor, unit=unit, blocked_by=blockers)
+        look_for_similar(task, refuse=True)
+    return reserve_bound(task, key, actor=actor, operation=operation, blocked_by=blockers)
 
 
-def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, unit: UnitOfWork,
+def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, operation: Operation | None,
                   blocked_by: list[Task] = ()) -> CreateIntent:
     space = task.space
     task.creator = actor
     reservation = allocation.reserve(
         space=space, key=key, member=actor, payload_sha256=task.payload_sha256, work_item_id=task.work_item_id,
-        unit=unit, winner=task_winner,
+        operation=operation, winner=task_winner,
     )
     task.received_seq = reservation.received_seq
     return CreateIntent(task, key, reservation, list(blocked_by))
 
 
-def mutate_task(intent: CreateIntent, *, unit: UnitOfWork) -> Task:
-    """The second transaction of a create: the task and its occupancy, or the 409 that applies.
+class NotInserted(Exception):
+    """The mutation statement wrote nothing: the reservation is no longer this intent's, or
+    another attempt of the unit's operation holds its lock (``tasks.commands.mutate``)."""
 
-    It runs in the unit's transaction, so the task, its edges and the answer commit together.
+
+def mutate_task(intent: CreateIntent, *, lock: dict[str, Any]) -> Task:
+    """The second phase of a create: the task and its occupancy, or ``NotInserted``.
+
+    It runs in the unit's transaction, so the task, its edges and the answer commit together;
+    its statement takes the unit's lock again first (``lock``: ``UnitOfWork.lock_params``).
     The occupancy constraint stays the last word: should it say no although the reservation
-    was ours (a row written around the allocator, see allocation.services.reservation_taken), the statement's failure
-    ends the unit with nothing written, and its reservation lapses."""
-    task, key, reservation, space = intent.task, intent.key, intent.reservation, intent.task.space
-    look_for_similar(task, unit=unit)
+    was ours (a row written around the allocator, see allocation.services.reservation_taken),
+    the statement's failure ends the unit with nothing written, and its reservation lapses."""
+    task = intent.task
+    look_for_similar(task)
     ready = not intent.blocked_by  # a task created with blockers wakes nobody yet
-    created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit,
-                                         wake=ready)
-    if not created:
-        unit.hold()  # raises when another attempt of this operation took it over
-        # The lock was held only for a moment (a request refused anyway, UnitOfWork.hold): the
-        # reservation may still be ours, so the mutation runs once more, now under the lock.
-        created = insert_task_with_occupancy(task=task, reservation=reservation, key=key, unit=unit, wake=ready)
-    if not created:
-        # Our reservation lapsed and another intent took it over (the key is its, or still being
-        # taken), or a rival occupied the key as we reserved it.
-        occupancy = allocation.find_occupancy(space, key)
-        if occupancy is not None:
-            raise allocation.occupied_error(occupancy, key)
-        if allocation.reserved_for(space, key, unit.operation):
-            unit.yield_to_another_attempt()  # a retry of this very request holds the key now
-        raise allocation.reserved_error(reservation, key)
+    if not insert_task_with_occupancy(task=task, reservation=intent.reservation, key=intent.key, lock=lock,
+                                      wake=ready):
+        raise NotInserted()
     if intent.blocked_by:
         graph.add_on_create(task, intent.blocked_by, task.creator)
     return task
 
 
-def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, unit: UnitOfWork,
+def lost_reservation_refusal(intent: CreateIntent, operation: Operation | None) -> DomainError | None:
+    """Why a create whose mutation wrote nothing under the unit's lock is refused: its
+    reservation lapsed and another intent took it over (the key is its, or still being taken),
+    or a rival occupied the key as it reserved. None: a retry of this very request (its
+    ``operation``) holds the key now, so this attempt yields to it."""
+    space, key = intent.task.space, intent.key
+    occupancy = allocation.find_occupancy(space, key)
+    if occupancy is not None:
+        return allocation.occupied_error(occupancy, key)
+    if allocation.reserved_for(space, key, operation):
+        return None
+    return allocation.reserved_error(intent.reservation, key)
+
+
+def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, lock: dict[str, Any],
                                wake: bool = True) -> bool:
     """Insert ``task`` (numbering it) with its occupancy, and drop ``reservation``, atomically;
     False (nothing written) when the reservation was no longer this intent's, or another
@@ -193,7 +174,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, uni
             "reservation": reservation.pk, "details": json.dumps(details),
             "priority": task.priority, "labels": task.labels, "terms": task.title_terms, "wake": wake,
             "budget_usd": task.budget_usd,
-            "wake_context": tracing.wake_context(), **unit.lock_params(),
+            "wake_context": tracing.wake_context(), **lock,
         })
         row = cursor.fetchone()
     if row is None:
@@ -214,20 +195,15 @@ class WindowResult:
     error: DomainError | None
 
 
-def create_tasks_window(
-    *, space: Space, actor: Member, proposals: list[dict], unit: UnitOfWork,
-    catalog_version: int | None = None,
-) -> list[WindowResult]:
-    """SPEC §4.7: each proposal in array order, each answered as a single create would be.
+Window = list["CreateIntent | DomainError | int"]  # each proposal's first phase; an int: the proposal it follows
 
-    Every proposal is reserved first, in order, and the reservations commit together; then
-    the tasks are inserted in order in the unit's next transaction, the one that commits the
-    window's answer (under an Idempotency-Key), so a crash never leaves some of a window's
-    tasks without it. A proposal whose key an earlier proposal of the window takes is
-    answered as a single create after that one would be: the earlier one's task, or its
-    refusal.
-    """
-    outcomes: list[CreateIntent | DomainError | int] = []  # an int: the index of the proposal it follows
+
+def reserve_window(*, space: Space, actor: Member, proposals: list[dict], operation: Operation | None,
+                   catalog_version: int | None = None) -> Window:
+    """The first phase of a window (SPEC §4.7): every proposal reserved, in array order (their
+    reservations commit together), or refused; a proposal whose key an earlier proposal of the
+    window takes follows that one (its index)."""
+    outcomes: Window = []
     first_with_key: dict[ConflictKey, int] = {}
     for index, proposal in enumerate(proposals):
         try:
@@ -240,18 +216,25 @@ def create_tasks_window(
                 outcomes.append(first_with_key[key])
                 continue
             if if_similar == "refuse":
-                look_for_similar(task, unit=unit, refuse=True)
+                look_for_similar(task, refuse=True)
             first_with_key[key] = index
-            outcomes.append(reserve_bound(task, key, actor=actor, unit=unit, blocked_by=blockers))
+            outcomes.append(reserve_bound(task, key, actor=actor, operation=operation, blocked_by=blockers))
         except DomainError as error:
             outcomes.append(error)
-    if any(isinstance(o, CreateIntent) for o in outcomes):
-        unit.commit_phase(hold=False)  # each mutation statement takes the unit's lock again
+    return outcomes
+
+
+def window_results(space: Space, outcomes: Window, mutate: Callable[[CreateIntent], Task]) -> list[WindowResult]:
+    """The second phase of a window: the tasks inserted in order (``mutate``: a create's second
+    phase) in the unit's transaction, the one that commits the window's answer (under an
+    Idempotency-Key), so a crash never leaves some of a window's tasks without it. Each proposal
+    is answered as a single create would be; one that follows an earlier proposal as a single
+    create after that one would be: the earlier one's task, or its refusal."""
     results: list[WindowResult] = []
     for index, outcome in enumerate(outcomes):
         if isinstance(outcome, CreateIntent):
             try:
-                results.append(WindowResult(index, 201, mutate_task(outcome, unit=unit), None))
+                results.append(WindowResult(index, 201, mutate(outcome), None))
             except DomainError as error:
                 results.append(WindowResult(index, error.http_status, None, error))
         elif isinstance(outcome, int):
@@ -266,26 +249,41 @@ def create_tasks_window(
     return results
 
 
-def add_note(*, task: Task, actor: Member, body: str, criterion: int | None = None,
-             unit: UnitOfWork) -> Note:
-    """A review note; the same member, criterion and body again is a 409 (SPEC §4.8)."""
+@dataclass
+class NoteIntent:
+    """A review note between its two phases (SPEC §4.8): keyed and reserved."""
+
+    task: Task
+    actor: Member
+    body: str
+    criterion: int | None
+    key: ConflictKey
+    reservation: object
+
+
+def reserve_note(*, task: Task, actor: Member, body: str, criterion: int | None = None,
+                 operation: Operation | None = None) -> NoteIntent:
+    """The first phase of a review note: its key (the same member, criterion and body again is a
+    409, SPEC §4.8), reserved for ``operation``."""
     check_task_usable(task)
     space = task.space
     target = note_target(space.slug, task_number=task.number, criterion=criterion, member_id=actor.pk, body=body)
     key = ConflictKey(ConflictKind.POST_REVIEW_NOTE, target, DeliveryMode.MESSAGE)
-    reservation = allocation.reserve(
-        space=space,
-        key=key,
-        member=actor,
-        payload_sha256=payload_sha256({"criterion": criterion, "body": body}),
-        unit=unit,
-    )
-    unit.commit_phase()
+    reservation = allocation.reserve(space=space, key=key, member=actor, operation=operation,
+                                     payload_sha256=payload_sha256({"criterion": criterion, "body": body}))
+    return NoteIntent(task, actor, body, criterion, key, reservation)
+
+
+def insert_note(intent: NoteIntent) -> Note:
+    """The second phase of a review note, under the unit's lock taken again: the note, its
+    occupancy and its event; its reservation dropped whatever happens."""
+    task, space, key, reservation = intent.task, intent.task.space, intent.key, intent.reservation
     try:
         with transaction.atomic():
-            note = Note.objects.create(space=space, task=task, author=actor, criterion=criterion, body=body, target=target)
+            note = Note.objects.create(space=space, task=task, author=intent.actor, criterion=intent.criterion,
+                                       body=intent.body, target=key.target)
             allocation.occupy(reservation=reservation, space=space, key=key, note=note)
-            record_event(task=task, kind=EventKind.NOTE, actor=actor, note=note.pk, criterion=criterion)
+            record_event(task=task, kind=EventKind.NOTE, actor=intent.actor, note=note.pk, criterion=intent.criterion)
     except IntegrityError:
         allocation.release_reservation(reservation)
         occupancy = allocation.find_occupancy(space, key)

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from allocation.runner import in_unit
+from allocation.runner import in_transaction, in_unit
 from allocation.conflict_keys import ConflictKey
 from allocation.models import Occupancy, Operation, Reservation, SlotHold
 from allocation.services import reserve
@@ -203,8 +203,8 @@ def test_role_change_in_the_admin_goes_through_the_service(admin_client, space, 
 
 
 def test_expire_now_on_reservations_and_operations(admin_client, space, writer):
-    r = in_unit(reserve, space=space, key=ConflictKey("create_task", "task:agent-lab:x", "result"), member=writer.member,
-                payload_sha256="x")
+    r = in_transaction(reserve, operation=None, space=space, key=ConflictKey("create_task", "task:agent-lab:x", "result"),
+                       member=writer.member, payload_sha256="x")
     action(admin_client, "allocation/reservation", "expire_now", [r.pk])
     assert not Reservation.objects.exists()
     writer.api.post("/v1/spaces/agent-lab/posts", {"body": "x"}, headers={"Idempotency-Key": "k"})

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from allocation.runner import in_unit
+from allocation.runner import in_transaction
 from allocation.conflict_keys import ConflictKey
 from allocation.models import Operation, Reservation
 from allocation.services import reserve
@@ -59,8 +59,9 @@ def test_a_retried_create_is_one_task_on_the_server():
     space = load_agent_lab()
     member, key = member_with_key(space, "writer", "retrier")
     blocker, _ = member_with_key(space, "writer", "blocker")
-    held = in_unit(reserve, space=space, key=ConflictKey("create_task", "task:agent-lab:retry policy", "result"),
-                   member=blocker, payload_sha256="x")
+    held = in_transaction(reserve, operation=None, space=space,
+                          key=ConflictKey("create_task", "task:agent-lab:retry policy", "result"),
+                          member=blocker, payload_sha256="x")
 
     def release_soon():
         from django.db import connection

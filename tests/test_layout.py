@@ -115,3 +115,23 @@ def test_no_module_reads_or_changes_the_transactions_state():
              for match in TRANSACTION_STATE.finditer(path.read_text())]
     assert found == []
     assert TRANSACTION_STATE.search("connection.connection.autocommit = True")  # the pattern finds a toggle
+
+
+def takes_a_unit(source: str) -> bool:
+    """Whether code names a ``unit``: a parameter, a variable or a keyword argument."""
+    return any(isinstance(node, ast.arg) and node.arg == "unit" or isinstance(node, ast.Name) and node.id == "unit"
+               or isinstance(node, ast.keyword) and node.arg == "unit" for node in ast.walk(ast.parse(source)))
+
+
+def test_services_take_their_inputs_not_the_unit():
+    """The unit of work is the runner's, the command layer's and the fronts': the services below
+    them take what they need (the operation, the unit's lock as a statement takes it) as inputs,
+    so none can end, commit or split a transaction it did not open."""
+    allowed = {"allocation/runner.py", "allocation/middleware.py"}
+    below = [path for package in (*DOMAIN, "costs", "events", "webhooks", "operations")
+             for path in (ROOT / package).rglob("*.py")
+             if not {"migrations", "management"} & set(path.parts) and path.name != "commands.py"]
+    found = sorted(str(path.relative_to(ROOT)) for path in below
+                   if takes_a_unit(path.read_text()) and str(path.relative_to(ROOT)) not in allowed)
+    assert found == []
+    assert takes_a_unit("def f(*, unit): unit.commit_phase()") and not takes_a_unit('"""the unit: ..."""')

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from allocation.runner import UnitOfWork, in_unit
+from allocation.runner import in_transaction
 from allocation.conflict_keys import ConflictKey
 from allocation.idempotency import expire_operations, purge_operations, storable
 from allocation.models import Operation, OperationState, Reservation
@@ -138,8 +138,9 @@ def test_an_operation_left_in_progress_runs_again_at_once_whatever_its_lease(wri
 
 
 def test_a_transient_409_reserved_stays_retryable(writer, writer2, space):
-    blocker = in_unit(reserve, space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"),
-                      member=writer2.member, payload_sha256="x")
+    blocker = in_transaction(reserve, operation=None, space=space,
+                             key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"),
+                             member=writer2.member, payload_sha256="x")
     first = post(writer, "k1")
     assert first.json()["code"] == "conflict_key_reserved"
     assert Operation.objects.get().state == OperationState.UNKNOWN
@@ -157,7 +158,7 @@ def test_a_retry_takes_over_its_own_earlier_reservation(writer, space):
         path=f"{S}/tasks", state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() + timedelta(seconds=30),
         fingerprint=request_fingerprint("POST", f"{S}/tasks", TITLE))
     reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"), member=writer.member,
-            payload_sha256="x", unit=UnitOfWork(operation))
+            payload_sha256="x", operation=operation)
     response = post(writer, "k1")
     assert response.status_code == 201
     assert not Reservation.objects.exists()
