@@ -2,6 +2,9 @@
 
     .venv/bin/python benchmarks/profile_routes.py [--route create] [--requests 2000] [--top 25]
 
+``--route floor-insert`` and ``floor-claim`` profile the floor views of
+``benchmarks/floor_bench.py`` alike, to set a route's profile beside its floor's.
+
 The requests go through ``settings.wsgi``'s handler in this process (every middleware,
 DRF, the view, the database round trips over a real connection), without a server or a
 client in the way, so the profile shows the service's own work. Prints the share of the
@@ -33,6 +36,9 @@ ROUTES = {
     "replay": ("/v1/spaces/bench/tasks", '{{"title": "replayed"}}', {"HTTP_IDEMPOTENCY_KEY": "r"}),
     "409": ("/v1/spaces/bench/tasks", '{{"title": "review agent benchmark"}}', {}),
     "next": ("/v1/spaces/bench/next", "{{}}", {}),
+    # the floor of the stack (benchmarks/baseline_views.py), profiled alike for a side-by-side
+    "floor-insert": ("/bench/insert", '{{"title": "task {n}"}}', {}),
+    "floor-claim": ("/bench/claim", "{{}}", {}),
 }
 
 LAYERS = (  # the first fragment of a function's file that matches names its layer
@@ -65,12 +71,29 @@ def print_statements(call, requests: int) -> None:
         finally:
             spent[" ".join(sql.split())[:70]].append(time.perf_counter() - started)
 
-    with connection.execute_wrapper(timed):
-        for n in range(requests):
-            call(n)
+    # A COMMIT is a round trip too (and the one that waits for the WAL to reach the disk); the
+    # BEGIN psycopg sends before a transaction's first statement counts in that statement.
+    commit = connection._commit
+
+    def timed_commit():
+        started = time.perf_counter()
+        try:
+            return commit()
+        finally:
+            spent["COMMIT"].append(time.perf_counter() - started)
+
+    connection._commit = timed_commit
+    try:
+        with connection.execute_wrapper(timed):
+            for n in range(requests):
+                call(n)
+    finally:
+        del connection._commit
     print("  statements (µs per request: the client's wait, round trip included)")
     for sql, times in sorted(spent.items(), key=lambda item: -sum(item[1])):
         print(f"  {sum(times) / requests * 1e6:7.0f}  {len(times) / requests:4.1f}x  {sql}")
+    total = sum(sum(times) for times in spent.values())
+    print(f"  {total / requests * 1e6:7.0f}        in all")
     # A prepared statement PostgreSQL keeps planning anew (custom plans) costs its planning on
     # every run; one with a generic plan is planned once per connection.
     with connection.cursor() as cursor:
@@ -106,6 +129,12 @@ def main() -> None:
     from benchmarks.compare_checkouts import prepare
 
     call_command("migrate", verbosity=0)
+    from django.db import connection
+
+    from benchmarks.baseline_views import TABLES
+
+    with connection.cursor() as cursor:
+        cursor.execute(TABLES)
     keys = prepare()
     handler = WSGIHandler()
 
@@ -125,7 +154,7 @@ def main() -> None:
 
     if args.route in ("409", "replay"):
         call(0)
-    if args.route == "next":
+    if args.route in ("next", "floor-claim"):
         for n in range(2 * args.requests + 60):  # one ready task for each next
             call(10_000_000 + n, "create")
     for n in range(50):  # warm up: imports, prepared statements, caches
