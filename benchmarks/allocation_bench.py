@@ -57,14 +57,11 @@ def bind_in_process(report) -> None:
 
 
 def prepare(url: str):
-    from django.db import connection
-
-    from benchmarks.baseline_views import TABLES
+    from benchmarks.baseline_views import create_tables
     from spaces import services
     from spaces.catalog import CatalogRow
 
-    with connection.cursor() as cursor:
-        cursor.execute(TABLES)
+    create_tables()
     lab = services.create_space(slug="bench", name="Bench")
     services.import_catalog(space=lab, rows=[
         CatalogRow("T1", "Benchmark harness for code-review agents", ["review agent benchmark"]),

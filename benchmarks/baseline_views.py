@@ -21,6 +21,12 @@ CREATE TABLE IF NOT EXISTS bench_idempotency (member_id bigint NOT NULL, key tex
 """
 
 
+def create_tables() -> None:
+    """The baselines' own tables, beside the service's (after its migrations)."""
+    with connection.cursor() as cursor:
+        cursor.execute(TABLES)
+
+
 class InsertView(APIView):
     def post(self, request):
         with connection.cursor() as cursor:

@@ -59,14 +59,11 @@ def seed(space_id: int, creator_id: int, total: int) -> None:
 
 
 def prepare(total: int) -> list[str]:
-    from django.db import connection
-
-    from benchmarks.baseline_views import TABLES
+    from benchmarks.baseline_views import create_tables
     from spaces import services
     from spaces.catalog import CatalogRow
 
-    with connection.cursor() as cursor:
-        cursor.execute(TABLES)
+    create_tables()
     space = services.create_space(slug="bench", name="Bench")
     services.import_catalog(space=space, rows=[
         CatalogRow("T1", "Benchmark harness for code-review agents", ["review agent benchmark"])])

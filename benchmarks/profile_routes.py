@@ -129,12 +129,9 @@ def main() -> None:
     from benchmarks.compare_checkouts import prepare
 
     call_command("migrate", verbosity=0)
-    from django.db import connection
+    from benchmarks.baseline_views import create_tables
 
-    from benchmarks.baseline_views import TABLES
-
-    with connection.cursor() as cursor:
-        cursor.execute(TABLES)
+    create_tables()
     keys = prepare()
     handler = WSGIHandler()
 
