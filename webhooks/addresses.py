@@ -13,6 +13,7 @@ import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -27,15 +28,38 @@ class AddressRefused(Exception):
     """The URL may not be used: its scheme, its host, or an address it resolves to."""
 
 
+# IPv6 ranges refused whatever they carry: ::/8 (the unspecified address, loopback, and the
+# deprecated IPv4-compatible ::a.b.c.d and SIIT ::ffff:0:a.b.c.d forms, which Python's
+# ``is_global`` takes as public), site-local fec0::/10, and NAT64's local-use 64:ff9b:1::/48.
+REFUSED_IPV6 = tuple(ipaddress.IPv6Network(net) for net in ("::/8", "fec0::/10", "64:ff9b:1::/48"))
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: the last 32 bits are an IPv4 address
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (mapped, NAT64, 6to4, Teredo): a packet to it
+    may end at them, so each is judged as the IPv4 address it is."""
+    found = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+    if ip in NAT64:
+        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return [address for address in found if address is not None]
+
+
 def is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried = embedded_ipv4(ip)
+        if carried:  # a translation's verdict is the IPv4 address's (mapped and NAT64 lie in ::/8)
+            return all(v4.is_global and not v4.is_multicast for v4 in carried)
+        if any(ip in net for net in REFUSED_IPV6):
+            return False
     return ip.is_global and not ip.is_multicast
 
 
 def check_url(url: str) -> tuple[str, str, int, str]:
     """The URL's (scheme, host, port, path with query), or ``AddressRefused`` saying why."""
+    if not url.isascii() or any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        raise AddressRefused("Must be ASCII without spaces or control characters: percent-encode the path "
+                             "and write the host in its IDNA form (xn--…).")
     parts = urlsplit(url)
     allowed = ("https", "http") if settings.SPACES_WEBHOOK_ALLOW_HTTP else ("https",)
     if parts.scheme not in allowed:
@@ -66,6 +90,11 @@ def check_address(address: str) -> None:
         raise AddressRefused(f"{address} is not a public address (loopback, private, link-local or reserved).")
 
 
+def check_header_value(value: str) -> bool:
+    """Whether ``value`` can be sent as an HTTP header's value: visible ASCII and inner spaces."""
+    return value.isascii() and value == value.strip() and all(0x20 <= ord(c) < 0x7F for c in value)
+
+
 def check_endpoint_url(url: str) -> None:
     """At registration: the URL's form, and every address its host resolves to now."""
     _, host, port, _ = check_url(url)
@@ -86,8 +115,11 @@ class Answer:
 
 
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float = TIMEOUT_SECONDS) -> Answer:
-    """POST ``body`` to ``url``; never raises for what the endpoint or the network does."""
+    """POST ``body`` to ``url`` within ``timeout`` seconds in all, however slowly the endpoint
+    answers (each read's own timeout would let a trickle of bytes hold a try for ever); never
+    raises, for what the endpoint, the network or the endpoint's own settings do."""
     started = time.monotonic()
+    deadline = Deadline(timeout)
 
     def answer(status: int | None, text: str = "", error: str = "") -> Answer:
         return Answer(status, int((time.monotonic() - started) * 1000), text, error[:300])
@@ -99,26 +131,69 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float = TIM
         return answer(None, error=f"refused: {refused}")
     except OSError as error:
         return answer(None, error=f"cannot connect: {error}")
+    except Exception as error:  # noqa: BLE001 - whatever a try raises is a failed try, recorded
+        return answer(None, error=f"could not be sent ({type(error).__name__})")
+    deadline.arm(sock)
     try:
         if scheme == "https":
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+            deadline.arm(sock)
         conn_class = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
         conn = conn_class(host, port, timeout=timeout)
         conn.sock = sock  # already connected, to the address checked
         try:
             conn.request("POST", path, body=body, headers={**headers, "Content-Type": "application/json",
                                                            "User-Agent": "Spaces-Webhooks/1"})
-            sock.settimeout(max(0.1, timeout - (time.monotonic() - started)))
             response = conn.getresponse()
             text = response.read(ANSWER_BYTES).decode("utf-8", errors="replace")
+            if deadline.passed:  # the answer came whole, but after the try's time
+                return answer(None, error=f"timed out: no whole answer within {timeout:g} s")
             return answer(response.status, text)
         finally:
             conn.close()
-    except (OSError, http.client.HTTPException) as error:
-        kind = "timed out" if isinstance(error, TimeoutError) else type(error).__name__
-        return answer(None, error=f"{kind}: {error}")
+    except (OSError, http.client.HTTPException, ValueError) as error:
+        if deadline.passed or isinstance(error, TimeoutError):
+            return answer(None, error=f"timed out: no whole answer within {timeout:g} s")
+        if isinstance(error, ValueError):  # a header's value http.client refuses: its text quotes the value
+            return answer(None, error=f"could not be sent ({type(error).__name__})")
+        return answer(None, error=f"{type(error).__name__}: {error}")
+    except Exception as error:  # noqa: BLE001 - as above; its text may quote a secret
+        return answer(None, error=f"could not be sent ({type(error).__name__})")
     finally:
+        deadline.cancel()
         sock.close()
+
+
+class Deadline:
+    """Ends a try at its deadline: a timer shuts the socket down, so a read blocked on a
+    receiver that sends a byte a second returns at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.ends = time.monotonic() + seconds
+        self.passed = False
+        self.timer: threading.Timer | None = None
+        self.lock = threading.Lock()
+
+    def arm(self, sock: socket.socket) -> None:
+        self.cancel()
+        sock.settimeout(max(0.01, self.ends - time.monotonic()))
+        self.timer = threading.Timer(max(0.0, self.ends - time.monotonic()), self.expire, (sock,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def expire(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.passed = True
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        with self.lock:  # a shutdown under way ends before the socket is closed or wrapped
+            pass
 
 
 def connect(host: str, port: int, timeout: float) -> socket.socket:

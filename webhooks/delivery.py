@@ -49,6 +49,7 @@ log = logging.getLogger("spaces.webhooks")
 
 SCHEDULE = (5, 30, 120, 600, 3600, 4 * 3600)  # seconds before the 2nd, 3rd … try; the last repeats
 LEASE = timedelta(seconds=addresses.TIMEOUT_SECONDS + 50)  # a try's timeout and the record, with room
+RECORD_MARGIN = 20.0  # seconds of a lease kept to record the last try
 DISABLE_AFTER = timedelta(hours=24)  # an endpoint failing every delivery this long is disabled
 FILL_BATCH = 200  # events taken into deliveries at a time
 SEND_BATCH = 50  # pending deliveries read at a time
@@ -118,6 +119,7 @@ def serve(endpoint_id: int, token: str) -> int:
     """Fill and send the endpoint's deliveries in order while they are due, for at most
     TURN_SECONDS; then let the endpoint go. How many were delivered."""
     ends, delivered = time.monotonic() + TURN_SECONDS, 0
+    lease_ends = time.monotonic() + LEASE.total_seconds()  # as lease_due took it, at the latest
     try:
         while time.monotonic() < ends:
             fill(endpoint_id, token)
@@ -128,9 +130,11 @@ def serve(endpoint_id: int, token: str) -> int:
                          .order_by("id")[:SEND_BATCH])
             if not batch:
                 return delivered
-            tried, go_on = send_in_order(endpoint, batch, ends)
-            if tried and not record(endpoint, tried, token):
-                return delivered  # the lease was lost: the next holder sends them again
+            tried, go_on = send_in_order(endpoint, batch, ends, lease_ends)
+            if tried:
+                lease_ends = time.monotonic() + LEASE.total_seconds()
+                if not record(endpoint, tried, token):
+                    return delivered  # the lease was lost: the next holder sends them again
             delivered += sum(1 for _, answer in tried if answer.ok)
             if not go_on:
                 return delivered
@@ -147,10 +151,11 @@ def serve(endpoint_id: int, token: str) -> int:
         connection.close()  # each thread's own connection: not kept between turns
 
 
-def send_in_order(endpoint: Endpoint, batch: list[Delivery], ends: float,
+def send_in_order(endpoint: Endpoint, batch: list[Delivery], ends: float, lease_ends: float,
                   ) -> tuple[list[tuple[Delivery, addresses.Answer]], bool]:
     """Send the batch in order until one is not delivered, one is not due yet, the turn ends or
-    RECORD_EVERY passed; what was tried, and whether the turn may go on."""
+    RECORD_EVERY passed; what was tried, and whether the turn may go on. A try ends within its
+    TIMEOUT_SECONDS and before the lease does, with RECORD_MARGIN left to record it."""
     tried: list[tuple[Delivery, addresses.Answer]] = []
     record_by = time.monotonic() + RECORD_EVERY
     for delivery in batch:
@@ -158,7 +163,10 @@ def send_in_order(endpoint: Endpoint, batch: list[Delivery], ends: float,
             return tried, False  # the head waits for its next try; those behind it wait too
         now = timezone.now()
         headers = {**endpoint.extra_headers(), **signature_headers(endpoint, delivery.event_id, delivery.body, now)}
-        answer = addresses.post(endpoint.url, delivery.body.encode(), headers)
+        timeout = min(addresses.TIMEOUT_SECONDS, lease_ends - RECORD_MARGIN - time.monotonic())
+        if timeout <= 0:
+            return tried, False  # no time left in this lease: the next turn sends it
+        answer = addresses.post(endpoint.url, delivery.body.encode(), headers, timeout=timeout)
         tried.append((delivery, answer))
         if not answer.ok:
             return tried, False

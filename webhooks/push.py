@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from common.refusals import InvalidRequest, NotFound
 from events.models import FeedCounter
 from spaces.models import ROLE_RANK, Member, Role, Space
+from webhooks import addresses
 from webhooks.models import Endpoint
 from webhooks.services import checked_url, new_secret, wake
 
@@ -31,12 +32,22 @@ def get_push(*, space: Space, task_number: int, push_id: str, member: Member) ->
     return endpoint
 
 
+def check_push(*, url: str, token: str, authorization: str) -> None:
+    """What a config must be to be sent at all: its URL a webhook's, its token and credentials
+    values an HTTP header can carry (``InvalidRequest`` naming the field)."""
+    checked_url(url)
+    for field, value in (("token", token), ("authentication", authorization)):
+        if value and not addresses.check_header_value(value):
+            raise InvalidRequest(f"Bad {field}.", fields={field: [
+                "Must be visible ASCII (spaces inside only): it is sent as an HTTP header's value."]})
+
+
 def register_push(*, space: Space, actor: Member, task_number: int, url: str, push_id: str, token: str,
                   authorization: str, format: str) -> Endpoint:
     """The task's config ``push_id`` (a new id when empty), to ``url``: created, taking the task's
     events from now on, or, when the caller already has one of that id, changed to this."""
     push_id = push_id or uuid.uuid4().hex[:16]
-    checked_url(url)
+    check_push(url=url, token=token, authorization=authorization)
     changes = {"url": url, "push_token": token, "push_authorization": authorization, "format": format,
                "enabled": True, "disabled_reason": ""}
     mine = pushes(space=space, task_number=task_number, member=actor).select_for_update().filter(push_id=push_id)

@@ -50,7 +50,10 @@ def sent_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
     """``SendMessage``: a task created through ``POST …/tasks``'s command (the message id is its
     Idempotency-Key), or a note on the task the message names. Work another task already
     occupies answers that task, saying so (``metadata.spaces.outcome = "redirect"``). A push
-    notification config in the message's configuration is registered for the task it answers."""
+    notification config in the message's configuration is registered for the task it answers;
+    one that could never be sent is refused before anything is written."""
+    if request.configuration.HasField("task_push_notification_config"):
+        push.check(request.configuration.task_push_notification_config)
     task = answered_task(caller, request)
     if request.configuration.HasField("task_push_notification_config"):
         config = pb.TaskPushNotificationConfig()

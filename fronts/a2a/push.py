@@ -16,7 +16,9 @@ from django.utils import timezone
 from google.protobuf import json_format
 
 from events.models import Event
+from common.refusals import DomainError
 from fronts.a2a.answers import answered
+from fronts.a2a.errors import of_domain
 from fronts.a2a.tasks import TERMINAL, as_task, struct
 from fronts.running import Caller
 from spaces.commands import Command, Reply
@@ -74,10 +76,23 @@ def as_config(body: dict[str, Any]) -> pb.TaskPushNotificationConfig:
     return json_format.ParseDict(body, pb.TaskPushNotificationConfig())
 
 
-def create(caller: Caller, config: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
-    authorization = ""
+def authorization_of(config: pb.TaskPushNotificationConfig) -> str:
     if config.HasField("authentication") and config.authentication.scheme:
-        authorization = f"{config.authentication.scheme} {config.authentication.credentials}".strip()
+        return f"{config.authentication.scheme} {config.authentication.credentials}".strip()
+    return ""
+
+
+def check(config: pb.TaskPushNotificationConfig) -> None:
+    """Refuses a config that could never be sent, as its create would, before any write (a
+    message carrying one creates nothing when it is refused)."""
+    try:
+        push.check_push(url=config.url, token=config.token, authorization=authorization_of(config))
+    except DomainError as error:
+        raise of_domain(error) from None
+
+
+def create(caller: Caller, config: pb.TaskPushNotificationConfig) -> pb.TaskPushNotificationConfig:
+    authorization = authorization_of(config)
     answer = answered(caller, CREATE, number=config.task_id, url=config.url, push_id=config.id,
                       token=config.token, authorization=authorization)
     return as_config(answer.body)

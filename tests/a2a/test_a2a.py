@@ -256,3 +256,18 @@ def test_a_push_config_sent_with_the_message_is_registered_once_for_its_task(wri
     assert (endpoint.task_number, endpoint.push_id, endpoint.format) == (1, "message-m-push", "a2a")
     listed = rpc(writer, "ListTaskPushNotificationConfigs", {"taskId": "1"})["result"]["configs"]
     assert [config["id"] for config in listed] == ["message-m-push"]
+
+
+@pytest.mark.parametrize("config, field", [
+    ({"url": "https://[64:ff9b::7f00:1]/hook"}, "url"),
+    ({"url": "https://8.8.8.8/hook", "token": "line\r\nX-Injected: 1"}, "token"),
+    ({"url": "https://8.8.8.8/hook", "token": "tökén"}, "token"),
+    ({"url": "https://8.8.8.8/hook", "authentication": {"scheme": "Bearer", "credentials": "a\nb"}},
+     "authentication"),
+])
+def test_a_message_with_a_push_config_that_could_never_be_sent_creates_nothing(writer, config, field):
+    sent = {**message("Never created: its push config is refused"), "configuration": {
+        "taskPushNotificationConfig": config}}
+    error = rpc(writer, "SendMessage", sent)["error"]
+    assert error["code"] == -32602 and field in problem(error)["fields"]
+    assert not Task.objects.exists()

@@ -75,6 +75,18 @@ def test_registering_shows_the_secret_once_and_only_to_a_steward(steward, writer
     ("https://169.254.169.254/latest", "not a public address"),
     ("https://[::1]/hook", "not a public address"),
     ("https://[::ffff:192.168.0.1]/hook", "not a public address"),
+    ("https://[64:ff9b::7f00:1]/hook", "not a public address"),  # NAT64 of 127.0.0.1
+    ("https://[64:ff9b::a9fe:a9fe]/hook", "not a public address"),  # NAT64 of 169.254.169.254
+    ("https://[64:ff9b:1::a00:1]/hook", "not a public address"),  # NAT64's local-use prefix
+    ("https://[2002:7f00:1::]/hook", "not a public address"),  # 6to4 of 127.0.0.1
+    ("https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook", "not a public address"),  # Teredo, client 127.0.0.1
+    ("https://[::127.0.0.1]/hook", "not a public address"),  # IPv4-compatible
+    ("https://[::ffff:0:7f00:1]/hook", "not a public address"),  # SIIT
+    ("https://[fec0::1]/hook", "not a public address"),  # site-local
+    ("https://[::]/hook", "not a public address"),
+    ("https://example.com/h\u00f6ok", "ASCII"),
+    ("https://example.com/a b", "valid URL"),
+    ("https://example.com/a\r\nb", "valid URL"),
     ("https://localhost/hook", "not a public address"),
     ("https://user:pw@example.com/hook", "credentials"),
     ("https://no-such-host.invalid/hook", "does not resolve"),
@@ -304,3 +316,85 @@ def test_a_stewards_change_never_moves_the_workers_cursor_back(steward, writer, 
     deliver()
     assert len(receiver.wait_for(2)) == 2 and len({r.headers["webhook-id"] for r in receiver.received}) == 2
     assert Endpoint.objects.get(pk=hook["id"]).description == "edited meanwhile"
+
+
+@pytest.mark.parametrize("address, public", [
+    ("8.8.8.8", True), ("2606:4700::1", True), ("::ffff:8.8.8.8", True),
+    ("64:ff9b::808:808", True), ("2002:808:808::", True),  # translations of a public address
+    ("10.0.0.1", False), ("::1", False), ("::ffff:127.0.0.1", False), ("64:ff9b::7f00:1", False),
+    ("64:ff9b::a9fe:a9fe", False), ("2002:a00:1::", False), ("::127.0.0.1", False), ("::ffff:0:7f00:1", False),
+    ("::8.8.8.8", False), ("fec0::1", False), ("fe80::1%eth0", False), ("ff02::1", False),
+])
+def test_every_embedded_ipv4_address_is_judged_as_itself(address, public):
+    from webhooks.addresses import is_public
+
+    assert is_public(address) is public
+
+
+class Trickle:
+    """An endpoint that answers a byte at a time, never ending its answer in time."""
+
+    def __init__(self, pause: float) -> None:
+        import socket
+
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.pause, self.stop = pause, threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/hook"
+
+    def serve(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                continue
+            with conn:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok":
+                    if self.stop.wait(self.pause):
+                        break
+                    try:
+                        conn.sendall(bytes([byte]))
+                    except OSError:
+                        break
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        self.listener.close()
+
+
+def test_a_try_ends_at_its_deadline_however_slowly_the_answer_trickles_in(local):
+    """Each read's timeout would let a byte a second hold a try for the whole answer (42 s
+    here): the try's deadline is for all of it, and the answer is not taken as delivered."""
+    from webhooks import addresses
+
+    trickle = Trickle(pause=1.0)
+    try:
+        started = time.monotonic()
+        answer = addresses.post(trickle.url, b"{}", {}, timeout=1.5)
+        assert not answer.ok and answer.status is None and answer.error.startswith("timed out")
+        assert time.monotonic() - started < 40  # well before the answer could have been whole
+    finally:
+        trickle.close()
+
+
+def test_an_endpoint_that_cannot_be_sent_fails_its_tries_recorded_and_never_logs_its_secret(
+        steward, writer, local, receiver, caplog):
+    """Registration refuses these now; one stored before is tried, fails, and is retried as any
+    failing endpoint is, and the token never reaches a log or a try's error."""
+    hook = register(steward, receiver.url)
+    Endpoint.objects.filter(pk=hook["id"]).update(push_token="s3cret\r\nX-Evil: 1")
+    writer.api.post(f"{S}/tasks", {"title": "Never sent with a broken header"})
+    with caplog.at_level("DEBUG"):
+        deliver()
+    delivery = Delivery.objects.get(endpoint_id=hook["id"])
+    [tried] = delivery.tries.all()
+    assert delivery.state == DeliveryState.PENDING and delivery.attempts == 1 and delivery.next_at > timezone.now()
+    assert tried.status_code is None and tried.error == "could not be sent (ValueError)"
+    assert receiver.received == []
+    assert "s3cret" not in caplog.text and Endpoint.objects.get(pk=hook["id"]).failing_since is not None
