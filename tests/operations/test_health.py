@@ -64,3 +64,16 @@ def test_readyz_says_the_database_is_away_while_healthz_serves():
     healthz, readyz, body = json.loads(done.stdout.strip().splitlines()[-1])
     assert healthz == "200 OK" and readyz == "503 Service Unavailable", done.stderr
     assert body["status"] == "unready" and "connection" in body["database"]
+
+
+def test_readyz_answers_in_time_when_the_database_hangs():
+    """A server that takes the connection and never answers (a hung host, a full pool): /readyz
+    says so within its READY_WITHIN instead of making the balancer's probe time out."""
+    with socket.create_server(("127.0.0.1", 0)) as hung:  # listens, never answers
+        script = ("from tests.operations.test_health import call; import json, time; started = time.monotonic(); "
+                  "answer = call('/readyz'); print(json.dumps([answer[0], answer[2], time.monotonic() - started]))")
+        done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                              env=server_env(DATABASE_URL=f"postgres://nobody@127.0.0.1:{hung.getsockname()[1]}/spaces"))
+    status, body, _ = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status == "503 Service Unavailable", done.stderr
+    assert body == {"status": "unready", "database": f"no answer within {health.READY_WITHIN:g} s"}
