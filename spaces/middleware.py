@@ -8,37 +8,12 @@ import io
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
 
+from common.json_input import MAX_JSON_DEPTH, json_depth_exceeds
 from common.problems import problem_response
 from common.refusals import InvalidRequest, MalformedJson, NotFound, PayloadTooLarge
 
-MAX_JSON_DEPTH = 64
 MAX_PATH = 500  # no route's path is longer (slugs ≤ 64, ids ≤ 19 digits); an operation stores its path
 GUARDED = ("/v1/", "/mcp")
-
-
-def json_depth_exceeds(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether ``body`` opens more than ``limit`` arrays or objects inside each other, counted
-    outside strings. A cheap scan before parsing: Python's parser would recurse to its limit."""
-    if body.count(b"[") + body.count(b"{") <= limit:
-        return False  # too few openers to nest that deep: no scan needed
-    depth, in_string, escaped = 0, False, False
-    for byte in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > limit:
-                return True
-        elif byte in (0x5D, 0x7D):  # ] }
-            depth -= 1
-    return False
 
 
 class RequestBodyLimitMiddleware:

@@ -13,6 +13,10 @@ from tasks.models import Attempt, Claim, Note, Task
 METHODS = ("get", "post", "put", "patch", "delete")
 PARAM = re.compile(r"<(?:\w+:)?(\w+)>")
 DEEP = "[" * 200 + "]" * 200
+DEEPER = "[" * 3000 + "]" * 3000  # past Python's recursion limit
+# Numbers past a double: a JSON integer of 4,001 digits, and 1e999 (Python reads it as inf).
+HUGE_NUMBERS = '{"wait": 1' + "0" * 4000 + ', "priority": 1' + "0" * 4000 + "}"
+PAST_A_DOUBLE = '{"wait": 1e999, "priority": -1e999, "lease_seconds": 1e999, "cost_usd": 1e999}'
 HOSTILE_PARAMS = ["ab\x00cd", "9" * 40, "-1", "T" + "9" * 30, "%", "x" * 300]
 # Lone surrogates in the fields the body-taking routes read (a route that reads none of them,
 # such as starting an export, does its work: that is no hostile input).
@@ -70,7 +74,8 @@ def test_every_route_refuses_hostile_input_with_a_4xx_and_writes_nothing(steward
         for method in methods:
             paths = [concrete(route, value) for value in HOSTILE_PARAMS] if PARAM.search(route) else [concrete(route, "")]
             for path in paths:
-                for body in (f'{{"x": {DEEP}}}', SURROGATES, "{not json", "[]", "null"):
+                for body in (f'{{"x": {DEEP}}}', SURROGATES, "{not json", "[]", "null", HUGE_NUMBERS, PAST_A_DOUBLE,
+                             DEEPER):
                     if method in ("get", "delete") and body != "null":
                         continue
                     seen += 1

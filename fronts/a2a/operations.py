@@ -144,7 +144,8 @@ def list_tasks(caller: Caller, request: pb.ListTasksRequest) -> pb.ListTasksResp
         tasks = tasks.filter(updated_at__gt=request.status_timestamp_after.ToDatetime(tzinfo=dt_timezone.utc))
     total = tasks.count()
     if request.page_token:
-        if not request.page_token.isdigit():
+        token = request.page_token
+        if not (token.isascii() and token.isdigit() and len(token) <= 18):  # a task number, as bigint holds
             raise of_domain(InvalidRequest("Bad pageToken.", fields={"pageToken": [
                 "The nextPageToken of the page before."]}))
         tasks = tasks.filter(number__lt=int(request.page_token))

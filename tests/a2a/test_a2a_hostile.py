@@ -33,7 +33,8 @@ HOSTILE_MESSAGES = [
     {"messageId": "m11", "role": "ROLE_USER", "parts": [{"url": "http://example.com/x"}]},
     {"messageId": "m12", "role": "ROLE_USER", "parts": [{"text": "t" * 600}]},
 ]
-HOSTILE_BODIES = ["\x00", DEEP, "{", '"just a string"', "null", "1e999", json.dumps({"message": None}),
+DEEPER = "[" * 3000 + "]" * 3000  # past Python's recursion limit
+HOSTILE_BODIES = ["\x00", DEEP, DEEPER, "[" * 1000, '{"message": ' + DEEPER + "}", "{", '"just a string"', "null", "1e999", json.dumps({"message": None}),
                   json.dumps({"id": "\ud800", "historyLength": 2 ** 40, "pageSize": -1, "status": "NOPE"}),
                   json.dumps({"url": "file:///etc/passwd", "taskId": "1", "token": "\x00"}),
                   *[json.dumps({"message": m}) for m in HOSTILE_MESSAGES]]
@@ -53,12 +54,15 @@ def rpc_bodies() -> list[str]:
     calls = []
     for method in OPERATIONS:
         for params in [{"id": "\x00"}, {"id": "9" * 40, "taskId": "-1"}, {"message": HOSTILE_MESSAGES[0]},
-                       {"pageSize": 10 ** 12}, {"unknown": 1}, "not an object"]:
+                       {"pageSize": 10 ** 12}, {"unknown": 1}, "not an object", {"pageToken": "9" * 5000},
+                       {"pageSize": 10 ** 400}, {"historyLength": 10 ** 30}]:
             calls.append(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
     calls += [json.dumps({"jsonrpc": "2.0", "id": {"x": 1}, "method": "GetTask", "params": {}}),
               json.dumps({"jsonrpc": "2.0", "id": True, "method": "GetTask", "params": {}}),
               json.dumps({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}),
-              json.dumps({"jsonrpc": "2.0", "id": 1, "method": ["GetTask"]})]
+              json.dumps({"jsonrpc": "2.0", "id": 1, "method": ["GetTask"]}),
+              "[" * 1000, DEEPER, '{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": ' + DEEPER + "}",
+              '{"jsonrpc": "2.0", "id": ' + "9" * 5000 + ', "method": "GetTask"}']
     calls += [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": m}})
               for m in HOSTILE_MESSAGES]
     return calls
