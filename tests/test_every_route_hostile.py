@@ -88,3 +88,15 @@ def test_every_route_refuses_hostile_input_with_a_4xx_and_writes_nothing(steward
                         assert "error" in response.json()
     assert seen > 300
     assert domain_rows() == before
+
+
+def test_a_method_no_route_answers_is_405_whatever_its_query_string(steward, space):
+    seen = 0
+    for route, methods in api_routes():
+        for method in set(METHODS) - set(methods):
+            path = concrete(route, "1")
+            response = steward.api.request(method.upper(), f"{path}?status=nope&x=1", raw="{}")
+            assert response.status_code == 405, (method, path, response.content[:200])
+            assert response.json()["error"] == "method_not_allowed"
+            seen += 1
+    assert seen > 50

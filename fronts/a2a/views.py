@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterator
 
 from a2a.types import a2a_pb2 as pb
 from a2a.utils import errors as a2a
-from a2a.utils.proto_utils import parse_params
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -30,6 +29,7 @@ from common.problems import problem_response
 from fronts.a2a import operations, push, streams
 from fronts.a2a.card import agent_card
 from fronts.a2a.errors import Refusal, jsonrpc_body, protocol, rest_body
+from fronts.a2a.inputs import from_query, parsed
 from fronts.mcp.http import AnswersInJson
 from fronts.running import Caller
 from spaces.auth import ApiKeyAuthentication, bearer_token
@@ -138,15 +138,6 @@ class JsonRpcView(A2AView):
         return JsonResponse({"jsonrpc": "2.0", "id": call_id, "result": as_json(result) if result is not None else {}})
 
 
-def parsed(kind: type[Message], params: dict[str, Any]) -> Message:
-    """``params`` as the operation's request; a field it does not have, or of the wrong type, is
-    ``InvalidParamsError`` (strict input, as REST's)."""
-    try:
-        return json_format.ParseDict(params, kind())
-    except json_format.ParseError as error:
-        raise protocol(a2a.InvalidParamsError, str(error)) from None
-
-
 def event_stream(lines: Iterator[str | None]) -> StreamingHttpResponse:
     """Server-Sent Events: each update a ``data:`` line, a comment while nothing happens."""
     def framed() -> Iterator[str]:
@@ -182,15 +173,7 @@ class RestView(A2AView):
 
     def request_of(self, kind: type[Message], from_path: dict[str, str]) -> Message:
         if self.request.method in ("GET", "DELETE"):
-            message = kind()
-            names = {field.camelcase_name for field in kind.DESCRIPTOR.fields}
-            unknown = sorted(set(self.request.query_params) - names)
-            if unknown:
-                raise protocol(a2a.InvalidParamsError, f"Unknown query parameter(s): {', '.join(unknown)}.")
-            try:
-                parse_params(self.request.query_params, message)
-            except json_format.ParseError as error:
-                raise protocol(a2a.InvalidParamsError, str(error)) from None
+            message = from_query(kind, self.request.query_params)
         else:
             try:
                 body = json_input.loads(self.request.body or b"{}")

@@ -36,6 +36,8 @@ class ApiView(APIView):
 
     def initial(self, request: Request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)  # who asks first: a 401, 403 or 404 comes before this
+        if not hasattr(self, request.method.lower()):
+            return  # a method the route does not answer is 405, whatever its query string
         taken = self.query_parameters if request.method in ("GET", "HEAD") else frozenset()
         unknown = sorted(set(request.query_params) - taken)
         if unknown:

@@ -271,3 +271,24 @@ def test_a_message_with_a_push_config_that_could_never_be_sent_creates_nothing(w
     error = rpc(writer, "SendMessage", sent)["error"]
     assert error["code"] == -32602 and field in problem(error)["fields"]
     assert not Task.objects.exists()
+
+
+def test_a_bad_filter_or_field_is_refused_in_words(writer):
+    """``?status=nope`` is refused as REST refuses a bad filter, never read as no filter, and a
+    field of the wrong type says which field and what it takes, not Python's exception."""
+    rpc(writer, "SendMessage", message("Listed work"))
+    for query, words in [("status=nope", "Bad status 'nope': must be one of TASK_STATE_SUBMITTED"),
+                         ("pageSize=abc", "Bad pageSize: must be an integer."),
+                         ("historyLength=x", "Bad historyLength: must be an integer.")]:
+        response = writer.api.get(f"{A}/tasks?{query}")
+        assert response.status_code == 400, (query, response.content)
+        assert response.json()["error"]["message"].startswith(words), response.content
+    assert len(writer.api.get(f"{A}/tasks?status=TASK_STATE_SUBMITTED").json()["tasks"]) == 1
+    for params, words in [({"id": 5}, "Bad id: must be a string."),
+                          ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": 5}},
+                           "Bad message.parts: must be a list of "),
+                          ({"status": "NOPE"}, "Bad status: must be one of TASK_STATE_SUBMITTED")]:
+        method = "ListTasks" if "status" in params else "GetTask" if "id" in params else "SendMessage"
+        error = rpc(writer, method, params)["error"]
+        assert error["code"] == -32602 and error["message"].startswith(words), error
+        assert "not iterable" not in error["message"] and "literal" not in error["message"]
