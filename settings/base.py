@@ -187,6 +187,10 @@ SPACES_WEBHOOK_ALLOW_HTTP = env_bool("SPACES_WEBHOOK_ALLOW_HTTP", False)
 SPACES_WEBHOOK_ALLOW_PRIVATE = env_bool("SPACES_WEBHOOK_ALLOW_PRIVATE", False)
 # GET /metrics (SPEC §20): a scraper presents this as a bearer token; unset, loopback only.
 SPACES_METRICS_TOKEN = os.environ.get("SPACES_METRICS_TOKEN", "").strip()
+# /mcp refuses a request whose Origin is not this server's own (the MCP transport's defence
+# against DNS rebinding); a browser-based MCP client served from elsewhere is listed here.
+SPACES_MCP_ALLOWED_ORIGINS = [o.strip() for o in os.environ.get("SPACES_MCP_ALLOWED_ORIGINS", "").split(",")
+                              if o.strip()]
 SPACES_TRUSTED_PROXIES = [p.strip() for p in os.environ.get("SPACES_TRUSTED_PROXIES", "").split(",") if p.strip()]
 
 LOGGING = {

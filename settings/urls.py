@@ -56,5 +56,7 @@ handler500 = "common.problems.server_error_view"
 from django.urls import re_path  # noqa: E402
 
 from common.problems import not_found_view  # noqa: E402
+from fronts.mcp.http import mcp_not_found_view  # noqa: E402
 
 urlpatterns.append(re_path(r"^v1/", not_found_view))
+urlpatterns.append(re_path(r"^mcp/", mcp_not_found_view))

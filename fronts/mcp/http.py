@@ -15,11 +15,14 @@ from typing import Any
 
 import anyio
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.http import HttpResponse
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from common.problems import problem_response
+from common.refusals import Forbidden, NotFound
 from spaces.auth import ApiKeyAuthentication, bearer_token
 from spaces.permissions import IsMember
 
@@ -83,6 +86,20 @@ class AnswersInJson(BaseContentNegotiation):
         return parsers[0]
 
 
+def origin_allowed(request: Request) -> bool:
+    """No Origin (an agent's own client), this server's own origin, or one the deployment lists."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    own = f"{request.scheme}://{request.get_host()}"
+    return origin.rstrip("/").lower() in {own.lower(), *(o.rstrip("/").lower() for o in settings.SPACES_MCP_ALLOWED_ORIGINS)}
+
+
+def mcp_not_found_view(request, exception=None) -> HttpResponse:
+    """Any path under /mcp/ (a POST to /mcp/ included): JSON naming the endpoint, never a page."""
+    return problem_response(NotFound("No such route. The MCP endpoint is /mcp, without a trailing slash."))
+
+
 class MCPEndpoint(APIView):
     """``/mcp``: the member's API key authenticates, as on every REST route."""
 
@@ -90,6 +107,14 @@ class MCPEndpoint(APIView):
     content_negotiation_class = AnswersInJson
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsMember]
+
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        # The transport's rule against DNS rebinding: a request a browser sends from another
+        # site's page carries its Origin, refused 403 before anything else is read.
+        if not origin_allowed(request):
+            raise Forbidden(f"The Origin {request.headers['Origin'][:200]!r} may not call /mcp: only this "
+                                   "server's own origin or one SPACES_MCP_ALLOWED_ORIGINS names.")
+        super().initial(request, *args, **kwargs)
 
     def answer(self, request: Request) -> HttpResponse:
         from fronts.mcp.tools import CALLER

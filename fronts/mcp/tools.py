@@ -22,6 +22,8 @@ from asgiref.sync import sync_to_async
 from django.http import QueryDict
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pydantic import ValidationError
 from mcp.types import CallToolResult, TextContent
 
@@ -106,6 +108,13 @@ class SpacesServer(MCPServer):
     quietly become a title-fallback create. Here it is ``422 invalid_request`` naming it and the
     arguments the tool takes, as an unknown body field is over REST; an argument of the wrong
     type is the same refusal, with the SDK's reason, instead of its own error text."""
+
+    async def get_prompt(self, name: str, arguments=None, context=None):
+        """This server has no prompts: an unknown one is the client's mistake (-32602), not a
+        server error with a traceback."""
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(INVALID_PARAMS, f"No prompt {name[:100]!r}; prompts/list lists them.")
+        return await super().get_prompt(name, arguments, context)
 
     async def list_tools(self):
         """The tools, each schema saying what ``call_tool`` enforces: no argument beyond its own."""
