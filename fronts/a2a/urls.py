@@ -18,6 +18,9 @@ def route(pattern: str, view, name: str):
 urlpatterns = [
     path("a2a/<slug:slug>/.well-known/agent-card.json", AgentCardView.as_view(), name="a2a-card"),
     path("a2a/<slug:slug>", JsonRpcView.as_view(), name="a2a"),
+    # The base URL with its trailing slash too: a client resolving ".well-known/agent-card.json"
+    # against it (as the JavaScript SDK does, by URL rules) is given that form.
+    path("a2a/<slug:slug>/", JsonRpcView.as_view(), name="a2a-slash"),
     route("message:send", rest_route(post="SendMessage"), "a2a-send"),
     route("message:stream", rest_route(post="SendStreamingMessage"), "a2a-stream"),
     route("tasks", rest_route(get="ListTasks"), "a2a-tasks"),

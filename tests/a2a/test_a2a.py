@@ -292,3 +292,13 @@ def test_a_bad_filter_or_field_is_refused_in_words(writer):
         error = rpc(writer, method, params)["error"]
         assert error["code"] == -32602 and error["message"].startswith(words), error
         assert "not iterable" not in error["message"] and "literal" not in error["message"]
+
+
+def test_the_base_url_serves_with_and_without_its_trailing_slash(writer, anonymous):
+    """A client resolving the card against ``…/agent-lab/`` (URL rules drop a last segment that has
+    no slash) calls JSON-RPC there too."""
+    assert anonymous.get(f"{A}/.well-known/agent-card.json").status_code == 200
+    response = writer.api.post(f"{A}/", {"jsonrpc": "2.0", "id": 7, "method": "SendMessage",
+                                         "params": message("Sent to the slashed base")},
+                               headers={"A2A-Version": "1.0"})
+    assert response.status_code == 200 and response.json()["result"]["task"]["id"] == "1"

@@ -70,7 +70,7 @@ def rpc_bodies() -> list[str]:
 
 def test_every_a2a_route_is_found():
     routes = dict(a2a_routes())
-    assert len(routes) == 11 and "a2a/<slug:slug>" in routes
+    assert len(routes) == 12 and "a2a/<slug:slug>" in routes and "a2a/<slug:slug>/" in routes
 
 
 def test_every_a2a_route_refuses_hostile_input_without_a_500_or_a_write(writer, settings):
