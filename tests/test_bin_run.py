@@ -94,6 +94,8 @@ def test_every_run_keeps_one_demo_steward_revokes_the_last_key_and_stops_what_it
         assert len(set(keys)) == 3
         base = f"http://127.0.0.1:{port}"
         assert f"{base}/board/agent-lab/" in output and f"export SPACES_URL={api} SPACES_KEY={key}" in output
+        assert f'"url": "{base}/mcp"' in output and f'"Authorization": "Bearer {key}"' in output  # an MCP client's
+        assert f"{base}/a2a/agent-lab/.well-known/agent-card.json" in output
         assert "user admin" in output and data[2].stat().st_mode & 0o077 == 0  # the admin password: owner-only
         # A quiet start: no warning of our own set-up, each line of Django's once.
         noise = [line for line in output.splitlines() if re.search(r"warn|deprecat|error", line, re.I)
@@ -125,3 +127,12 @@ def test_a_busy_port_stops_it_before_it_starts_anything():
     assert "sk_" not in run.stdout  # no key was made (none revoked)
     leftovers = subprocess.run(["pgrep", "-f", f".postgres/{name}"], capture_output=True, text=True).stdout
     assert leftovers == "" and not (ROOT / ".postgres" / name).exists()
+
+
+def test_help_says_what_it_does_and_starts_nothing():
+    for flag in ("--help", "-h"):
+        done = subprocess.run(["bin/run", flag], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "Run the service on http://127.0.0.1:8000" in done.stdout, done.stderr
+        assert "starting" not in done.stdout and "set -euo" not in done.stdout
+    wrong = subprocess.run(["bin/run", "--nope"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "bin/run --help" in wrong.stderr

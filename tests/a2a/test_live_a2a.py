@@ -162,7 +162,7 @@ def test_the_docs_example_runs_as_written():
     with gunicorn_process(workers=2) as (base, _):
         example = subprocess.Popen([sys.executable, "-c", docs_example()], cwd=ROOT, text=True,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env={**server_env(), "SPACES_URL": base, "SPACES_KEY": key})
+                                   env={**server_env(), "SPACES_URL": f"{base}/v1/spaces/agent-lab", "SPACES_KEY": key})
         reader = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {worker_key}"}, timeout=30)
         deadline = time.monotonic() + 30
         while not reader.get(f"{S}/tasks").json()["results"] and time.monotonic() < deadline:
