@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 
@@ -58,6 +59,11 @@ TURN_SECONDS = 5.0  # an endpoint is given up after this, so the others get a sl
 # (a worker killed before it records sends them again, with the same webhook-ids).
 RECORD_EVERY = 0.25
 DEFAULT_SLOTS = 8  # endpoints served at once by one worker
+
+# Leases a turn could not give back because the database went away: the worker gives them back
+# once it is back, so an endpoint waits for the database, not for its lease to run out (LEASE,
+# a minute). Speed only: a worker that dies leaves them to run out, and the token is the referee.
+unreturned: deque[tuple[int, str]] = deque()
 
 
 def signature_headers(endpoint: Endpoint, event_id: str, body: str, now: datetime) -> dict[str, str]:
@@ -144,11 +150,27 @@ def serve(endpoint_id: int, token: str) -> int:
                     error)
         return delivered
     finally:
+        give_back(endpoint_id, token)
+        connection.close()  # each thread's own connection: not kept between turns
+
+
+def give_back(endpoint_id: int, token: str) -> None:
+    """End a lease this worker holds; with the database away, keep it to give back later."""
+    try:
+        Endpoint.objects.filter(pk=endpoint_id, lease_token=token).update(lease_until=None, lease_token="")
+    except DATABASE_AWAY:
+        unreturned.append((endpoint_id, token))
+
+
+def give_back_unreturned() -> None:
+    """The leases turns could not give back, given back now (raises while the database is away)."""
+    for _ in range(len(unreturned)):
+        endpoint_id, token = unreturned.popleft()
         try:
             Endpoint.objects.filter(pk=endpoint_id, lease_token=token).update(lease_until=None, lease_token="")
         except DATABASE_AWAY:
-            pass  # the lease runs out by itself
-        connection.close()  # each thread's own connection: not kept between turns
+            unreturned.append((endpoint_id, token))
+            raise
 
 
 def send_in_order(endpoint: Endpoint, batch: list[Delivery], ends: float, lease_ends: float,
@@ -252,6 +274,7 @@ class Dispatcher:
                 self.delivered += future.result()
             except Exception:  # a bug in one endpoint's turn must not stop the others
                 log.exception("webhook delivery failed unexpectedly")
+        give_back_unreturned()
         free = self.slots - len(self.busy)
         if free > 0:
             for endpoint_id, token in lease_due(free):

@@ -24,6 +24,7 @@ class Receiver:
     default: int = 200
     delay: float = 0.0
     received: list[Received] = field(default_factory=list)
+    answered: int = 0
 
     def __post_init__(self) -> None:
         receiver = self
@@ -39,6 +40,7 @@ class Receiver:
                 self.send_header("Content-Type", "text/plain")
                 self.end_headers()
                 self.wfile.write(b"x" * 3000 if status == 500 else b"ok")
+                receiver.answered += 1
 
             def log_message(self, *args) -> None:
                 pass
@@ -61,3 +63,10 @@ class Receiver:
         while len(self.received) < count and time.monotonic() < ends:
             time.sleep(0.01)
         return self.received
+
+    def wait_answered(self, count: int, seconds: float = 10.0) -> int:
+        """How many requests were answered once ``count`` were, or ``seconds`` passed."""
+        ends = time.monotonic() + seconds
+        while self.answered < count and time.monotonic() < ends:
+            time.sleep(0.01)
+        return self.answered
