@@ -58,6 +58,9 @@ class MonthSpend(models.Model):
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     seconds = models.DecimalField(max_digits=16, decimal_places=3, default=0)
+    # Claims and claimless attempts first reported this month: usd / sources is what one of them
+    # spends on average, which ``next`` counts each claim in flight at against what is left.
+    sources = models.IntegerField(default=0)
     threshold_at = models.DateTimeField(null=True, blank=True)
     exhausted_at = models.DateTimeField(null=True, blank=True)
 

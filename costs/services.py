@@ -77,11 +77,11 @@ def report_sql() -> str:
         f"model = CASE WHEN EXCLUDED.model <> '' THEN EXCLUDED.model ELSE {spend}.model END, "
         "reported_at = EXCLUDED.reported_at "
         f"RETURNING {', '.join(figures)}), "
-        f"total AS (INSERT INTO {month} AS m (space_id, month, {', '.join(figures)}, threshold_at, exhausted_at) "
-        f"SELECT %(space)s, %(month)s, {delta}, "
+        f"total AS (INSERT INTO {month} AS m (space_id, month, {', '.join(figures)}, sources, threshold_at, "
+        f"exhausted_at) SELECT %(space)s, %(month)s, {delta}, (NOT EXISTS (SELECT FROM previous))::int, "
         f"{crossed(str(THRESHOLD), 'put.usd - old.usd', 'NULL::timestamptz')}, "
         f"{crossed('1', 'put.usd - old.usd', 'NULL::timestamptz')} FROM put, old "
-        f"ON CONFLICT (space_id, month) DO UPDATE SET {add}, "
+        f"ON CONFLICT (space_id, month) DO UPDATE SET {add}, sources = m.sources + EXCLUDED.sources, "
         f"threshold_at = {crossed(str(THRESHOLD), 'm.usd + EXCLUDED.usd', 'm.threshold_at')}, "
         f"exhausted_at = {crossed('1', 'm.usd + EXCLUDED.usd', 'm.exhausted_at')} "
         "RETURNING usd, threshold_at = %(now)s, exhausted_at = %(now)s) "
@@ -117,16 +117,43 @@ def month_spend(space_id: int, now: datetime | None = None) -> Decimal:
     return found if found is not None else Decimal(0)
 
 
-def check_space_budget(space) -> None:
-    """``409 budget_exhausted`` when the space's spend this month has reached its budget."""
+def space_over_budget(space, *, counting_claims_in_flight: bool = False) -> BudgetExhausted | None:
+    """The ``409 budget_exhausted`` to answer when the space's spend this month has reached its
+    budget; None while it has not (or it has no budget: then nothing is read).
+
+    ``counting_claims_in_flight`` (``next``): each live claim of the space is counted as the
+    month's average spend per claim (its spend over the claims and claimless attempts that
+    reported) against what is left, so work is not handed out that the claims already out are
+    expected to spend. The month's row, and the live claims' count only when it is needed."""
     if space.budget_usd is None:
-        return
-    spent = month_spend(space.pk)
+        return None
+    month = MonthSpend.objects.filter(space_id=space.pk, month=month_of(timezone.now())).values_list(
+        "usd", "sources").first()
+    spent, sources = month or (Decimal(0), 0)
+    figures = {"spend_usd": float(spent), "budget_usd": float(space.budget_usd), "scope": "space"}
     if spent >= space.budget_usd:
-        raise BudgetExhausted(
+        return BudgetExhausted(
             f"This space spent {spent} USD this month, its budget is {space.budget_usd} USD: nothing is handed out "
-            "until a steward raises the budget or the month turns.",
-            spend_usd=float(spent), budget_usd=float(space.budget_usd), scope="space")
+            "until a steward raises the budget or the month turns.", **figures)
+    if not (counting_claims_in_flight and sources):
+        return None
+    from tasks.models import Claim  # tasks imports costs: the claims are read where they are counted
+
+    in_flight = Claim.objects.filter(Claim.live(timezone.now()), space_id=space.pk).count()
+    if in_flight and spent + in_flight * spent / sources >= space.budget_usd:
+        return BudgetExhausted(
+            f"This space spent {spent} USD of its {space.budget_usd} USD this month, and its {in_flight} claim(s) "
+            f"in flight are expected to spend what is left ({(spent / sources).quantize(Decimal('0.000001'))} USD "
+            "a claim on average): nothing more is handed out until they end, a steward raises the budget or the "
+            "month turns.", claims_in_flight=in_flight, **figures)
+    return None
+
+
+def check_space_budget(space) -> None:
+    """``next``: refused while the space's budget is reached, the claims in flight counted."""
+    refusal = space_over_budget(space, counting_claims_in_flight=True)
+    if refusal is not None:
+        raise refusal
 
 
 def task_spend(space_id: int, task_id: int) -> Decimal:

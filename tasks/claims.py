@@ -289,7 +289,9 @@ def heartbeat(*, task: Task, member: Member, cost: Cost | None = None) -> Claim:
     heartbeat meeting at the expiry are ordered: the one that came first wins.
 
     ``cost`` (SPEC §19) is the claim's spend so far, recorded first; when the task's spend has
-    reached its budget the claim is not renewed and the caller is told ``budget_exhausted``."""
+    reached its budget, or the space's this month has, the claim is not renewed and the caller is
+    told ``budget_exhausted``: an agent that stops when told passes the space's budget by at most
+    one report a claim in flight (docs/architecture.md)."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)  # lapses what is due first
         # The clock is read after the lock: a heartbeat that waited for it past the expiry is late.
@@ -298,7 +300,7 @@ def heartbeat(*, task: Task, member: Member, cost: Cost | None = None) -> Claim:
         if claim is not None and cost is not None:
             costs.report(space=task.space, task_id=task.pk, member_id=member.pk, claim_id=claim.pk, cost=cost,
                          now=now)
-        exhausted = costs.task_over_budget(task) if claim is not None else None
+        exhausted = (costs.task_over_budget(task) or costs.space_over_budget(task.space)) if claim is not None else None
         if claim is not None and not exhausted:
             claim.expires_at, claim.last_heartbeat_at = claim_expiry(task.space, now), now
             Claim.objects.filter(space_id=claim.space_id, pk=claim.pk).update(

@@ -317,7 +317,7 @@ def heartbeat(number: int, cost: dict[str, Any] | None = None, idempotency_key: 
     """Renew your claim on task `number` while you work on it (the space's claim_lease_seconds from now).
     `cost`: what the claim spent so far, {usd, input_tokens, output_tokens, seconds, model}.
     409 claim_lapsed: it lapsed (claim the task again); 409 not_holder: you hold none; 409
-    budget_exhausted: the task's budget is spent (stop)."""
+    budget_exhausted: the task's or the space's budget is spent (stop)."""
     return command_result(commands.heartbeat, data=with_cost({}, cost), number=number,
                           idempotency_key=idempotency_key)
 

@@ -32,7 +32,9 @@ def cost_section() -> dict:
         },
         "budgets": {
             "space": "PATCH /v1/spaces/{slug} {\"budget_usd\": N or null} (steward): per calendar month, UTC; at it "
-                     "next (waited too) answers 409 budget_exhausted; creating, checking and reading go on",
+                     "next (waited too) and holders' heartbeats answer 409 budget_exhausted; next also counts the "
+                     "claims in flight at the month's average spend a claim against what is left; creating, "
+                     "checking and reading go on",
             "task": "budget_usd at create or by PATCH …/tasks/{n}: at it next hands the task out no more and its "
                     "holders' heartbeats answer 409 budget_exhausted (a done is still an attempt)",
             "events": f"budget.threshold at {int(THRESHOLD * 100)}% and budget.exhausted at 100% of the space's "

@@ -194,23 +194,20 @@ def test_many_reports_at_once_sum_exactly_in_the_database():
     assert sum(s.usd for s in Spend.objects.filter(space=space)) == expected
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_spaces_budget_holds_while_agents_race():
-    """Eight agents claim, report 0.3 USD and give back, over and over, against a 1 USD month:
-    every one is refused in the end, and the space passes its budget by no more than the claims
-    in flight (one an agent) could spend."""
+def race_against_a_budget(slug: str, *, agents: int, tasks: int, work) -> tuple[object, list[str]]:
+    """``agents`` threads against a space of 1 USD a month: each calls ``next`` until refused (the
+    refusals' codes are answered), running ``work(member, number)`` on each task it is handed."""
     from allocation.runner import in_unit
     from common.refusals import DomainError
     from spaces import services
-    from tasks.commands import give_back, next_task
-    from tasks.models import Claim
+    from tasks.commands import next_task
     from tests.factories import create_task
 
-    space = services.create_space(slug="budgeted", name="Budgeted")
+    space = services.create_space(slug=slug, name=slug.title())
     services.update_space(space=space, budget_usd=Decimal(1))
-    members = [services.add_member(space=space, role="writer", name=f"w{n}") for n in range(8)]
-    for n in range(8):
-        create_task(space=space, actor=members[n], title=f"Work {n}")
+    members = [services.add_member(space=space, role="writer", name=f"w{n}") for n in range(agents)]
+    for n in range(tasks):
+        create_task(space=space, actor=members[n % agents], title=f"Work {n}")
     outcomes: list[str] = []
 
     def agent(member) -> None:
@@ -221,10 +218,8 @@ def test_a_spaces_budget_holds_while_agents_race():
                 except DomainError as refusal:
                     outcomes.append(refusal.code)
                     return
-                if answer.body["task"] is None:
-                    continue  # all eight are held right now
-                number = answer.body["task"]["number"]
-                in_unit(lambda unit: give_back(member, unit=unit, number=number, data={"cost": {"usd": 0.3}}))
+                if answer.body["task"] is not None:  # None: every task is held right now
+                    work(member, answer.body["task"]["number"])
         finally:
             connection.close()
 
@@ -233,11 +228,58 @@ def test_a_spaces_budget_holds_while_agents_race():
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
-    assert outcomes == ["budget_exhausted"] * 8
     spent = MonthSpend.objects.get(space=space).usd
     assert spent == sum(s.usd for s in Spend.objects.filter(space=space))  # exact
-    assert Decimal(1) <= spent <= Decimal(1) + 8 * Decimal("0.3")
+    return space, outcomes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_spaces_budget_holds_while_agents_race():
+    """Eight agents claim, report 0.3 USD and give back, over and over, against a 1 USD month:
+    every one is refused in the end, and the space passes its budget by no more than the claims
+    in flight (one an agent) could spend."""
+    from allocation.runner import in_unit
+    from tasks.commands import give_back
+    from tasks.models import Claim
+
+    def work(member, number: int) -> None:
+        in_unit(lambda unit: give_back(member, unit=unit, number=number, data={"cost": {"usd": 0.3}}))
+
+    space, outcomes = race_against_a_budget("budgeted", agents=8, tasks=8, work=work)
+    assert outcomes == ["budget_exhausted"] * 8
+    assert Decimal(1) <= MonthSpend.objects.get(space=space).usd <= Decimal(1) + 8 * Decimal("0.3")
     assert Claim.objects.filter(space=space).count() == Spend.objects.filter(space=space).count()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sixteen_agents_reporting_as_they_go_pass_the_spaces_budget_by_one_report_a_claim_at_most():
+    """Sixteen agents race: each claims, heartbeats its running total 0.05 USD more each time (up
+    to 0.5), and stops when told (a heartbeat's 409: it gives the claim back). Against a 1 USD
+    month, holders are told once the space's spend reaches it and ``next`` counts the claims in
+    flight, so the space passes its budget by at most one report (0.05) a claim in flight."""
+    from allocation.runner import in_unit
+    from common.refusals import DomainError
+    from tasks.commands import give_back, heartbeat
+
+    step, agents = Decimal("0.05"), 16
+    told_while_holding: list[str] = []
+
+    def work(member, number: int) -> None:
+        total = Decimal(0)
+        for _ in range(10):
+            total += step
+            try:
+                in_unit(lambda unit: heartbeat(member, unit=unit, number=number, data={"cost": {"usd": float(total)}}))
+            except DomainError as refusal:
+                told_while_holding.append(refusal.code)
+                break
+        in_unit(lambda unit: give_back(member, unit=unit, number=number, data={"cost": {"usd": float(total)}}))
+
+    space, outcomes = race_against_a_budget("reporting", agents=agents, tasks=2 * agents, work=work)
+    assert outcomes == ["budget_exhausted"] * agents
+    assert told_while_holding and set(told_while_holding) == {"budget_exhausted"}
+    spent = MonthSpend.objects.get(space=space).usd
+    assert Decimal(1) <= spent <= Decimal(1) + agents * step, spent
 
 
 def test_the_admin_shows_spend_read_only(admin_client, writer, tasks3):
