@@ -58,7 +58,7 @@ def test_tools_flow_and_refusals():
             ("create_post", {"body": "It runs."}),
         ])
         by_name = {t.name: t for t in tools.tools}
-        assert {"create_task", "next_task", "mark_done", "confirm_attempt", "bind_title", "supersede_task"} <= set(by_name)
+        assert {"create_task", "next_task", "mark_done", "confirm_attempt", "bind_title"} <= set(by_name)
         assert "title" in by_name["create_task"].input_schema["properties"] and by_name["create_task"].description
         assert all(t.input_schema["additionalProperties"] is False for t in tools.tools)  # strict input, said
         assert all(t.output_schema and t.output_schema["type"] == "object" for t in tools.tools)
@@ -100,6 +100,48 @@ def test_create_tasks_and_an_idempotent_retry():
     assert not first[0] and not again[0] and json.loads(first[1]) == json.loads(again[1])  # replayed, not redone
     assert reused[0] and "idempotency_key_reused" in reused[1]
     assert Task.objects.count() == 3
+
+
+async def listings(base: str, keys: dict[str, str]) -> dict[str, tuple[set[str], int, object]]:
+    """Each key's tools/list: the names, the bytes of the result as sent, the result."""
+    from mcp import ClientSession
+
+    found = {}
+    for role, key in keys.items():
+        http, streams = connected(base, key)
+        async with http, streams as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+        size = len(tools.model_dump_json(by_alias=True, exclude_none=True))
+        found[role] = ({t.name for t in tools.tools}, size, tools)
+    return found
+
+
+def test_a_keys_tool_list_is_what_its_role_may_call_in_under_10_kb_for_a_writer():
+    """What an agent's context pays for on every connection (issue: 19.7 KB for every key): a
+    reader is shown reads, a writer no steward's tools, in at most 10 KB; a tool not shown is still
+    refused as over REST (403), and every schema says its arguments without pydantic's titles."""
+    from spaces.commands import COMMANDS
+
+    space = load_agent_lab()
+    keys = {role: member_with_key(space, role, f"a-{role}")[1] for role in ("reader", "writer", "steward")}
+    with gunicorn(workers=1) as base:
+        found = anyio.run(listings, base, keys)
+        _, refused = run(base, keys["writer"], [("supersede_task", {"number": 1, "surviving_task": 2})])
+    (readers, _, _), (writers, writer_bytes, _), (stewards, _, listed) = found["reader"], found["writer"], found["steward"]
+    steward_only = {name for name, command in COMMANDS.items() if command.role == "steward"} & stewards
+    assert steward_only >= {"supersede_task", "assign_task", "reject_task", "hold_slot", "release_slot"}
+    assert readers < writers < stewards and not steward_only & writers
+    assert stewards - writers == steward_only
+    assert {"create_task", "next_task", "mark_done"} & readers == set() and {"get_task", "events"} <= readers
+    assert writer_bytes <= 10 * 1024, writer_bytes
+    assert refused[0][0] and json.loads(refused[0][1])["error"] == "forbidden"
+    for tool in listed.tools:
+        assert "title" not in tool.input_schema and all(
+            "title" not in prop and "anyOf" not in prop for prop in tool.input_schema["properties"].values()), tool.name
+        if COMMANDS.get(tool.name) is not None and COMMANDS[tool.name].mutates:
+            assert "idempotency_key" in tool.input_schema["properties"], tool.name
 
 
 def test_every_mutating_tool_takes_an_idempotency_key_and_a_retry_replays():

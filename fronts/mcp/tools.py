@@ -32,7 +32,7 @@ from common.version import project_version
 from fronts.running import Caller, answer_of, run_command
 from costs import commands as cost_commands
 from spaces import commands as space_commands
-from spaces.commands import Command
+from spaces.commands import COMMANDS, Command
 from spaces.models import Member, Role
 from spaces.permissions import role_refusal
 from events import feed
@@ -100,6 +100,9 @@ def answered(fn: Callable[..., Any], arguments: dict[str, Any]) -> CallToolResul
 
 
 TOOLS: dict[str, Callable[..., Any]] = {}
+# The role each tool needs: its command's (spaces.commands.COMMANDS, the role the command
+# checks), or a reader's for the reads that are no command (``read_result`` checks READER).
+TOOL_ROLES: dict[str, str] = {}
 
 
 class SpacesServer(MCPServer):
@@ -117,10 +120,14 @@ class SpacesServer(MCPServer):
         return await super().get_prompt(name, arguments, context)
 
     async def list_tools(self):
-        """The tools, each schema saying what ``call_tool`` enforces: no argument beyond its own."""
-        tools = await super().list_tools()
+        """The tools the caller's role may call, each schema saying what ``call_tool`` enforces (no
+        argument beyond its own) in as few bytes as say it: the listing is read into an agent's
+        context on every connection (a writer's is under 10 KB, tests/test_mcp.py)."""
+        caller = CALLER.get().member
+        tools = [listed for listed in await super().list_tools() if role_refusal(caller, TOOL_ROLES[listed.name]) is None]
         for listed in tools:
-            listed.input_schema = {**listed.input_schema, "additionalProperties": False}
+            listed.input_schema = {**compact(listed.input_schema), "additionalProperties": False}
+            listed.output_schema = compact(listed.output_schema) if listed.output_schema else None
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
@@ -142,6 +149,29 @@ class SpacesServer(MCPServer):
             return result(invalid_arguments(fields), error=True)
 
 
+def compact(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema as the SDK derives it from a signature, without what tells a client nothing:
+    the titles pydantic makes of names ("Idempotency Key"), ``additionalProperties: true`` (the
+    default), and an optional argument's ``anyOf`` with null (not being required says it may be
+    left out; null is still taken)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if (key == "title" and isinstance(value, str)) or (key == "additionalProperties" and value is True):
+            continue  # a name's title, and JSON Schema's own default
+        if key == "properties":
+            value = {name: compact(prop) for name, prop in value.items()}
+        out[key] = value
+    options = out.get("anyOf")
+    if isinstance(options, list) and out.get("default", ...) is None:
+        kept = [option for option in options if option != {"type": "null"}]
+        if len(kept) == 1:
+            del out["anyOf"], out["default"]
+            out = {**compact(kept[0]), **out}
+    return out
+
+
 def invalid_arguments(fields: dict[str, list[str]]) -> dict:
     return InvalidRequest("The request has invalid fields; see `fields`.", fields=fields).as_body()
 
@@ -161,8 +191,10 @@ def tool(fn: Callable[..., dict]) -> Callable[..., dict]:
         return await sync_to_async(answered, thread_sensitive=True)(fn, arguments)
 
     call.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
-    server.add_tool(call, name=fn.__name__, description=inspect.getdoc(fn), structured_output=True)
+    server.add_tool(call, name=fn.__name__, description=" ".join(inspect.getdoc(fn).split()), structured_output=True)
     TOOLS[fn.__name__] = fn
+    known = COMMANDS.get(fn.__name__)
+    TOOL_ROLES[fn.__name__] = known.role if known is not None else Role.READER
     return fn
 
 
@@ -184,21 +216,20 @@ def reference(section: str = "") -> dict[str, Any]:
 
 @tool
 def bind_title(title: str, work_item_id: str | None = None, delivery_mode: str = "result") -> dict[str, Any]:
-    """Preview how a title binds to the catalog (scores as exact fractions) without creating anything,
-    with `similar`: the live tasks whose titles look like it."""
+    """Preview how a title binds to the catalog, creating nothing; `similar`: live tasks like it."""
     data = {"title": title, "work_item_id": work_item_id, "delivery_mode": delivery_mode}
     return command_result(commands.bind_title, data=data)
 
 @tool
 def similar_tasks(title: str) -> dict[str, Any]:
-    """The live tasks whose titles look like `title` (best first, at most 5, each with a score 0-1):
-    likely the same work under other words. Look before you create work no catalog slot names."""
+    """Up to 5 live tasks whose titles look like `title` (score 0-1, best first): likely the same
+    work in other words."""
     return command_result(commands.similar_tasks, data={"title": title})
 
 @tool
 def likely_duplicates() -> dict[str, Any]:
-    """Pairs of live tasks likely to be the same work under other words, most alike first: for a steward
-    to supersede one of each pair (supersede_task) or say they differ (mark_not_duplicate)."""
+    """Pairs of live tasks likely to be the same work in other words, most alike first (for a
+    steward to supersede one or mark them distinct)."""
     return command_result(commands.likely_duplicates)
 
 @tool
@@ -212,12 +243,10 @@ def create_task(title: str, body: str = "", delivery_mode: str = "result",
                 work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
                 blocked_by: list[int] | None = None, if_similar: str = "allow",
                 idempotency_key: str | None = None) -> dict[str, Any]:
-    """Create a task. If the work already exists the error is 409 allocation_conflict naming the `winner`:
-    claim or join that task instead; on conflict_key_reserved retry after retry_after_ms with the same
-    idempotency_key (a retry with it never creates a second task). `priority` 0 (most urgent) to 4,
-    `labels` up to 10, `blocked_by` the numbers of tasks this one waits on. A title that binds no catalog
-    slot is answered with `similar` (live tasks that look like it); `if_similar="refuse"` makes any of them
-    a 409 similar_task_exists instead, with nothing created."""
+    """Create a task. Work that exists is 409 naming the `winner` (claim or join it); on
+    conflict_key_reserved retry after retry_after_ms with the same idempotency_key (never two tasks).
+    `priority` 0 (most urgent)-4, `labels` up to 10, `blocked_by` task numbers it waits on. A title no
+    catalog slot binds is answered with `similar` tasks; if_similar="refuse" makes them a 409."""
     data = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
             "priority": priority, "labels": labels or [], "blocked_by": blocked_by or [],
             "if_similar": if_similar}
@@ -225,19 +254,17 @@ def create_task(title: str, body: str = "", delivery_mode: str = "result",
 
 @tool
 def create_tasks(proposals: list[dict], idempotency_key: str | None = None) -> dict[str, Any]:
-    """Several create intents in one allocation window, in order: each proposal is {"title", "body"?,
-    "delivery_mode"?, "work_item_id"?, "priority"?, "labels"?, "blocked_by"?} and gets the answer a single
-    create_task would have given."""
+    """Several creates in one allocation window, in order: each proposal takes create_task's
+    arguments and gets the answer create_task would have given."""
     return command_result(commands.create_tasks, data={"proposals": proposals}, idempotency_key=idempotency_key)
 
 @tool
 def list_tasks(status: str = "", ready: bool | None = None, blocked: bool | None = None,
                priority: int | None = None, labels: list[str] | None = None, q: str = "",
                order: str = "") -> dict[str, Any]:
-    """Tasks of your space (the first 200), lowest number first; superseded ones only with
-    status=superseded. `ready`: open and nothing blocks them; `labels`: carrying all of them; `q`:
-    full-text search over titles and bodies, best match first; `order`: "next" for the order
-    next takes tasks (most urgent first, then lowest number)."""
+    """Your space's tasks (the first 200), lowest number first (superseded: only by status).
+    `ready`: open, unblocked; `labels`: carrying all; `q`: full-text search, best first; `order`:
+    "next" for the order next takes them."""
     def act(m):
         params = QueryDict(mutable=True)
         for name, value in {"status": status, "q": q, "priority": priority, "ready": ready,
@@ -254,11 +281,9 @@ def list_tasks(status: str = "", ready: bool | None = None, blocked: bool | None
 @tool
 def events(after: int | None = None, types: list[str] | None = None, task: int | None = None,
            limit: int | None = None, wait: float | None = None) -> dict[str, Any]:
-    """Your space's feed (SPEC §17): {"events": [...], "next": seq}, oldest first, the events with seq
-    above `after` (none: from the oldest kept). Ask again with after=next to see every event once, in
-    order. `types`: keep these types (such as task.created); `task`: one task's; `limit`: 1-500
-    (default 100); `wait`: up to 60 s for an event when there is none yet. 410 events_expired:
-    `after` is older than the space keeps."""
+    """Your space's feed: {"events", "next"}, oldest first, seq above `after`; ask again with
+    after=next to see each event once, in order. `types` (such as task.created), `task`, `limit`
+    1-500, `wait` up to 60 s for one. 410 events_expired: `after` is older than the space keeps."""
     def act(m):
         params = QueryDict(mutable=True)
         for name, value in {"after": after, "task": task, "limit": limit, "wait": wait}.items():
@@ -297,27 +322,25 @@ def get_task(number: int) -> dict[str, Any]:
 @tool
 def next_task(number: int | None = None, join: bool = False, kind: str = "task",
               labels: list[str] | None = None, wait: float = 0, idempotency_key: str | None = None) -> dict[str, Any]:
-    """Claim the most urgent ready task (lowest priority, then number; with `labels`, only tasks carrying
-    all of them); or task `number` (`join`=true to hold it beside other keys, up to 3);
-    or kind="check" for an attempt you may check. {"task": null} means nothing to do. `wait`: up to that
-    many seconds (0-60) to wait for work when there is none, instead of calling again."""
+    """Claim the most urgent ready task (with `labels`: carrying all of them), or task `number`
+    (`join` to hold it beside others), or kind="check": an attempt to check. {"task": null}: nothing
+    to do. `wait`: up to that many seconds (0-60) for work, instead of calling again."""
     data = {k: v for k, v in {"number": number, "join": join, "kind": kind, "labels": labels,
                               "wait": wait or None}.items() if v is not None}
     return command_result(commands.next_task, data=data, idempotency_key=idempotency_key)
 
 @tool
 def give_back(number: int, cost: dict[str, Any] | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
-    """End your own claim on task `number`; other keys holding it keep theirs. `cost`: what the claim
-    spent in all, {usd, input_tokens, output_tokens, seconds, model}."""
+    """End your claim on task `number` (others keep theirs). `cost`: what it spent in all, as
+    heartbeat takes it."""
     return command_result(commands.give_back, data=with_cost({}, cost), number=number,
                           idempotency_key=idempotency_key)
 
 @tool
 def heartbeat(number: int, cost: dict[str, Any] | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
-    """Renew your claim on task `number` while you work on it (the space's claim_lease_seconds from now).
-    `cost`: what the claim spent so far, {usd, input_tokens, output_tokens, seconds, model}.
-    409 claim_lapsed: it lapsed (claim the task again); 409 not_holder: you hold none; 409
-    budget_exhausted: the task's or the space's budget is spent (stop)."""
+    """Renew your claim on task `number` while you work. `cost`: what it spent so far, {usd,
+    input_tokens, output_tokens, seconds, model}. 409 claim_lapsed: claim it again; not_holder: you
+    hold none; budget_exhausted: the task's or space's budget is spent (stop)."""
     return command_result(commands.heartbeat, data=with_cost({}, cost), number=number,
                           idempotency_key=idempotency_key)
 
@@ -330,9 +353,8 @@ def create_post(body: str, title: str = "", idempotency_key: str | None = None) 
 @tool
 def mark_done(number: int, post: int, cost: dict[str, Any] | None = None,
               idempotency_key: str | None = None) -> dict[str, Any]:
-    """Record a numbered attempt on task `number` citing post `post` (one a key a cycle, 5 a cycle).
-    `cost`: what your claim (or, holding none, this attempt) spent in all,
-    {usd, input_tokens, output_tokens, seconds, model}."""
+    """Record a numbered attempt on task `number` citing post `post`. `cost`: what your claim (or,
+    holding none, this attempt) spent in all, as heartbeat takes it."""
     return command_result(commands.mark_done, data=with_cost({"post": post}, cost), number=number,
                           idempotency_key=idempotency_key)
 
@@ -343,8 +365,8 @@ def with_cost(data: dict[str, Any], cost: dict[str, Any] | None) -> dict[str, An
 
 @tool
 def space_costs(since: str | None = None, until: str | None = None, group_by: str = "member") -> dict[str, Any]:
-    """What the space spent from `since` to `until` (ISO 8601; default: this calendar month), per
-    member, label, model or work_item_id, and the cost per accepted outcome (SPEC §19)."""
+    """The space's spend from `since` to `until` (ISO 8601; default: this month) per member, label,
+    model or work_item_id, and the cost per accepted outcome."""
     query = {"group_by": group_by, **({"since": since} if since else {}), **({"until": until} if until else {})}
     return command_result(cost_commands.space_costs, data=query)
 
