@@ -235,7 +235,12 @@ def test_a_steward_acts_from_the_board_while_an_agent_team_works(live_server, br
     try:
         open_panel(7)  # "Write the onboarding guide", P3
         history_says("planner created the task")
-        Select(browser.find_element(By.ID, "act-priority")).select_by_value("0")
+        assert browser.find_element(By.ID, "fig-spend").text == "$0.00"  # nothing reported: dollars and cents
+        Select(browser.find_element(By.ID, "act-priority")).select_by_value("0")  # chosen, not yet applied
+        apply = browser.find_element(By.ID, "act-priority-apply")
+        assert apply.is_displayed() and apply.text == "Set P0 (was P3)"
+        assert "P3" in browser.find_element(By.CSS_SELECTOR, "#cards-ready #card-7").text
+        apply.click()
         history_says("admin:ada changed the priority from P3 to P0")
         wait.until(lambda d: "P0" in d.find_element(By.CSS_SELECTOR, "#cards-ready #card-7").text)
         # the ready column is sorted by priority: #7 is now first

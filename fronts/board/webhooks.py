@@ -8,6 +8,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -31,7 +32,7 @@ def webhooks_page(request: HttpRequest, slug: str) -> HttpResponse:
                  for endpoint in Endpoint.objects.filter(space=space).order_by("id")]
     return render(request, "board/webhooks.html", {
         "space": space, "endpoints": endpoints, "can_change": request.user.has_perm(CHANGE_ENDPOINT),
-        "can_retry": request.user.has_perm(CHANGE_DELIVERY)})
+        "can_retry": request.user.has_perm(CHANGE_DELIVERY), "now": timezone.now()})
 
 
 ENDPOINT_ACTIONS = {

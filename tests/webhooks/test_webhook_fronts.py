@@ -2,6 +2,8 @@
 act through the API's commands (SPEC §17 Fronts), under the admin's model permissions."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -47,6 +49,22 @@ def test_the_board_lists_deliveries_failed_first_and_sends_one_again(hook):
     clerk.post(f"{PAGE}/{hook.pk}/test")
     assert Endpoint.objects.get(pk=hook.pk).enabled and Delivery.objects.filter(type="webhook.test").count() == 1
     assert logged_in("nobody", perms=()).get(PAGE).status_code == 403
+
+
+def test_the_board_says_in_words_why_a_delivery_waits_and_when_it_goes_next(hook):
+    from datetime import timedelta
+
+    from webhooks.models import DeliveryAttempt
+
+    pending = Delivery.objects.get(state="pending")
+    now = timezone.now()
+    Delivery.objects.filter(pk=pending.pk).update(next_at=now + timedelta(minutes=10), attempts=1)
+    DeliveryAttempt.objects.create(space=hook.space, delivery=pending, at=now, status_code=503, latency_ms=5)
+    Endpoint.objects.filter(pk=hook.pk).update(failing_since=now - timedelta(hours=2))
+    text = logged_in("viewer", perms=("view_endpoint",)).get(PAGE).content.decode()
+    row = re.sub(r"<[^>]+>", "", text[text.index(">pending<"):])
+    assert re.search("503; next try in (9|10)\xa0minutes", row), row[:200]
+    assert "failing for 2\xa0hours" in text and "failing since" not in text  # in words, the ISO time in its title
 
 
 def test_the_admin_lists_deliveries_failed_first_and_acts_through_the_commands(hook):

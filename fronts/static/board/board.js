@@ -43,8 +43,9 @@
     return seconds < 60 ? "just now" : duration(seconds) + " ago";
   }
 
+  // Dollars as people write them: $0.00, $0.42, $3.10, $120; below a cent, two figures ($0.0031).
   function money(usd) {
-    return usd >= 100 ? usd.toFixed(0) : usd >= 1 ? usd.toFixed(2) : usd.toPrecision(2);
+    return usd >= 100 ? usd.toFixed(0) : usd >= 0.01 || usd === 0 ? usd.toFixed(2) : usd.toPrecision(2);
   }
 
   function when(iso) {
@@ -268,7 +269,14 @@
       [0, 1, 2, 3, 4].forEach(function (p) {
         const o = el("option", "", "P" + p); o.value = p; o.selected = p === card.priority; prio.append(o);
       });
-      prio.addEventListener("change", () => run(n, "update", {priority: Number(prio.value)}));
+      // A priority reorders everyone's queue: the change is applied by a second, named click.
+      const apply = button("", () => run(n, "update", {priority: Number(prio.value)}));
+      apply.id = "act-priority-apply";
+      apply.hidden = true;
+      prio.addEventListener("change", function () {
+        apply.hidden = Number(prio.value) === card.priority;
+        apply.textContent = "Set P" + prio.value + " (was P" + card.priority + ")";
+      });
       const labels = el("input");
       labels.id = "act-labels";
       labels.value = card.labels.join(", ");
@@ -277,7 +285,7 @@
       const save = button("Save labels", () => run(n, "update", {
         labels: labels.value.split(",").map(s => s.trim().toLowerCase()).filter(Boolean)}));
       save.id = "act-labels-save";
-      box.append(group("Priority", prio), group("Labels", labels, save));
+      box.append(group("Priority", prio, apply), group("Labels", labels, save));
     }
     if (controls.assign && (card.status === "open")) {
       const who = el("select");
