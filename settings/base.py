@@ -145,7 +145,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["common.json_input.StrictJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "fronts.rest.schema.SpacesAutoSchema",
     "EXCEPTION_HANDLER": "common.problems.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
@@ -156,6 +156,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/v1",
+    # Every operation's refusals, with SPEC §3's problem body (fronts/rest/schema.py).
+    "COMPONENT_SPLIT_REQUEST": True,  # a body's schema apart from the answer's: strict, and as sent
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "fronts.rest.schema.document_refusals"],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     # Swagger UI from our own static files (drf-spectacular-sidecar), never from a CDN.

@@ -15,6 +15,7 @@ from spaces import commands, errors, selectors, services
 from spaces.commands import Command
 from spaces import serializers as s
 from fronts.rest.pagination import IdCursorPagination, PositionCursorPagination
+from fronts.rest.schema import page_of
 from spaces.catalog import normalize_work_item_id
 from spaces.models import ApiKey, CharterItem, Member, Role
 from fronts.reference import SECTIONS, build_reference
@@ -130,6 +131,7 @@ class JoinLinkListView(SpaceView):
     serializer_class = s.JoinLinkSerializer
     required_roles = {"GET": STEWARD, "POST": STEWARD}
 
+    @page_of(s.JoinLinkSerializer, "JoinLink")
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(self.space.join_links.all(), s.JoinLinkSerializer)
 
@@ -164,6 +166,7 @@ class MemberListView(SpaceView):
     serializer_class = s.MemberSerializer
     required_roles = {"GET": STEWARD}
 
+    @page_of(s.MemberSerializer, "Member")
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(members_with_keys(self.space), s.MemberSerializer)
 
@@ -222,6 +225,7 @@ class KeyRevokeView(SpaceView):
 class CharterListView(SpaceView):
     serializer_class = s.CharterItemSerializer
 
+    @page_of(s.CharterItemSerializer, "CharterItem")
     @extend_schema(operation_id="charter_list")
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(CharterItem.objects.filter(space=self.space), s.CharterItemSerializer, PositionCursorPagination)
@@ -260,6 +264,7 @@ class PostListView(SpaceView):
     serializer_class = s.PostSerializer
     required_roles = {"POST": commands.create_post.role}
 
+    @page_of(s.PostSerializer, "Post")
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(selectors.visible_posts(space=self.space, viewer=self.member), s.PostSerializer)
 

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocation.serializers import BindSerializer, HoldSerializer
 from allocation.models import SlotHold
 from fronts.rest.pagination import IdCursorPagination, RankedPagination
+from fronts.rest.schema import page_of
 from fronts.rest.spaces import PAGING, SpaceView
 from spaces.models import Role
 from tasks import commands, graph, selectors, summary
@@ -48,6 +49,7 @@ class TaskListView(SpaceView):
     required_roles = {"POST": commands.create_task.role}
     query_parameters = PAGING | LIST_PARAMETERS
 
+    @page_of(TaskSerializer, "Task")
     @extend_schema(operation_id="tasks_list")
     def get(self, request: Request, slug: str) -> Response:
         tasks, by_offset = filter_tasks(self.space, request.query_params)
@@ -152,6 +154,7 @@ class BlockerDetailView(SpaceView):
 class TaskHistoryView(SpaceView):
     serializer_class = TaskEventSerializer
 
+    @page_of(TaskEventSerializer, "TaskEvent")
     def get(self, request: Request, slug: str, number: str) -> Response:
         task = selectors.get_task(space=self.space, number=number)
         return self.paginate(task.events.select_related("actor"), TaskEventSerializer)
@@ -161,6 +164,7 @@ class TaskNotesView(SpaceView):
     serializer_class = NoteSerializer
     required_roles = {"POST": commands.add_note.role}
 
+    @page_of(NoteSerializer, "Note")
     def get(self, request: Request, slug: str, number: str) -> Response:
         task = selectors.get_task(space=self.space, number=number)
         return self.paginate(task.notes.select_related("author"), NoteSerializer)
@@ -238,6 +242,7 @@ class NotificationListView(SpaceView):
     serializer_class = NotificationSerializer
     query_parameters = PAGING | {"unread"}
 
+    @page_of(NotificationSerializer, "Notification")
     def get(self, request: Request) -> Response:
         items = Notification.objects.filter(member=self.member).select_related("task")
         if request.query_params.get("unread", "").lower() in ("1", "true", "yes"):
@@ -248,7 +253,8 @@ class NotificationListView(SpaceView):
 class NotificationReadView(SpaceView):
     serializer_class = NotificationSerializer
 
-    @extend_schema(request=MarkReadSerializer)
+    @extend_schema(request=MarkReadSerializer, responses=inline_serializer(
+        name="MarkedRead", fields={"marked_read": serializers.IntegerField(min_value=0)}))
     def post(self, request: Request) -> Response:
         ids = self.validated(MarkReadSerializer).get("ids")
         items = Notification.objects.filter(member=self.member, read_at=None)

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from fronts.rest.pagination import IdCursorPagination
+from fronts.rest.schema import page_of
 from fronts.rest.spaces import SpaceView
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret
@@ -45,7 +46,8 @@ def with_secret(response: Response, endpoint: Endpoint) -> Response:
 class WebhookListView(SpaceView):
     required_roles = {"GET": STEWARD, "POST": STEWARD}
 
-    @extend_schema(operation_id="spaces_webhooks_list", responses=OpenApiTypes.OBJECT)
+    @page_of(None, "Webhook")
+    @extend_schema(operation_id="spaces_webhooks_list")
     def get(self, request: Request, slug: str) -> Response:
         paginator = IdCursorPagination()
         page = paginator.paginate_queryset(Endpoint.objects.filter(space=self.space), request, view=self)
@@ -107,7 +109,8 @@ class WebhookTestView(WebhookView):
 class DeliveryListView(WebhookView):
     required_roles = {"GET": STEWARD}
 
-    @extend_schema(operation_id="spaces_webhooks_deliveries_list", responses=OpenApiTypes.OBJECT)
+    @page_of(None, "Delivery")
+    @extend_schema(operation_id="spaces_webhooks_deliveries_list")
     def get(self, request: Request, slug: str, webhook_id: str) -> Response:
         deliveries = Delivery.objects.filter(endpoint=self.endpoint(webhook_id)).prefetch_related(
             Prefetch("tries", queryset=DeliveryAttempt.objects.order_by("id")))
