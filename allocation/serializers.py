@@ -5,17 +5,17 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
-from spaces.serializers import StrictCharField, StrictInputSerializer
+from spaces.serializers import StrictCharField, StrictInputSerializer, WorkItemIdField
 from spaces.catalog import MAX_TITLE
 
 
 class BindSerializer(StrictInputSerializer):
     title = StrictCharField(max_length=MAX_TITLE, allow_blank=True, trim_whitespace=False)
-    work_item_id = StrictCharField(max_length=32, required=False, allow_null=True)
+    work_item_id = WorkItemIdField(required=False, allow_null=True)
     delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
 
 
 
 class HoldSerializer(StrictInputSerializer):
-    work_item_id = StrictCharField(max_length=32)
+    work_item_id = WorkItemIdField()
     reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="")

@@ -13,7 +13,7 @@ MAX_USD = Decimal(1000)  # a report's most
 
 class CostSerializer(StrictInputSerializer):
     usd = serializers.DecimalField(max_digits=10, decimal_places=6, min_value=Decimal(0), max_value=MAX_USD,
-                                   required=False, default=Decimal(0))
+                                   required=False, default=Decimal(0), coerce_to_string=False)  # a JSON number
     input_tokens = serializers.IntegerField(min_value=0, max_value=10**15, required=False, default=0)
     output_tokens = serializers.IntegerField(min_value=0, max_value=10**15, required=False, default=0)
     seconds = serializers.FloatField(min_value=0, max_value=10**9, required=False, default=0)

@@ -27,6 +27,8 @@ MAX_LIMIT = 500
 DEFAULT_LIMIT = 100
 MAX_WAIT = 60  # seconds a ?wait= may ask
 PARAMETERS = frozenset({"after", "types", "task", "limit", "wait"})
+WHOLE = r"0|[1-9][0-9]{0,18}"  # a whole number as the query string writes it (no "01", no "1.0")
+SECONDS = r"[1-5]?[0-9](\.[0-9]{1,3})?|60(\.0{1,3})?"  # ?wait=: 0 to MAX_WAIT (60), at most three decimals
 CHANNEL = "spaces_events"  # NOTIFY'd with the space's id as events commit (events/migrations/0002)
 STREAM_SECONDS = 600  # a stream ends after this; the client reconnects with Last-Event-ID
 KEEPALIVE_SECONDS = 15  # a stream says something at least this often
@@ -92,6 +94,14 @@ def read(*, space_id: int, after: int | None, types: list[str], task: int | None
 
 TYPE = re.compile(r"[a-z][a-z_]*(\.[a-z_]+)*")
 MAX_TYPES = 50
+# The parameters as read here, for /v1/schema: exactly what is taken (SPEC §3).
+PARAMETER_SCHEMAS = {
+    "after": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    "task": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+    "wait": {"type": "string", "pattern": f"^(?:{SECONDS})$"},
+    "types": {"type": "string", "pattern": f"^{TYPE.pattern}(?:,{TYPE.pattern}){{0,{MAX_TYPES - 1}}}$"},
+}
 
 
 def whole_number(params, name: str, *, low: int, high: int) -> int | None:
@@ -101,7 +111,7 @@ def whole_number(params, name: str, *, low: int, high: int) -> int | None:
     if name not in params:
         return None
     raw = params[name]
-    if not re.fullmatch(r"0|[1-9][0-9]{0,18}", raw) or not low <= int(raw) <= high:
+    if not re.fullmatch(WHOLE, raw) or not low <= int(raw) <= high:
         raise InvalidRequest(f"Bad {name}.", fields={name: [f"A whole number from {low} to {high}."]})
     return int(raw)
 
@@ -121,7 +131,7 @@ def seconds(params, name: str) -> float:
     if name not in params:
         return 0.0
     raw = params[name]
-    if not re.fullmatch(r"(0|[1-9][0-9]?)(\.[0-9]{1,3})?", raw) or float(raw) > MAX_WAIT:
+    if not re.fullmatch(SECONDS, raw):
         raise InvalidRequest(f"Bad {name}.", fields={name: [f"Seconds from 0 to {MAX_WAIT}."]})
     return float(raw)
 

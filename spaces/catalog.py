@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 WORK_ITEM_ID = re.compile(r"^T([0-9]+)$")  # ASCII digits only: int() would read other scripts' digits
 MAX_SLOT_DIGITS = 9  # SPEC §3: a slot id is at most T + 9 digits
+# The slot ids normalize_work_item_id takes, as a JSON Schema pattern for /v1/schema.
+WORK_ITEM_ID_PATTERN = rf"^\s*[Tt]0*[0-9]{{1,{MAX_SLOT_DIGITS}}}\s*$"
 MAX_ALIASES = 50
 MAX_TITLE = 500
 

@@ -6,7 +6,7 @@ import copy
 from django.utils import timezone
 from rest_framework import serializers
 
-from spaces.catalog import MAX_ALIASES, MAX_TITLE
+from spaces.catalog import MAX_ALIASES, MAX_TITLE, WORK_ITEM_ID_PATTERN
 from spaces.models import SPACE_SETTINGS, ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
 
 MAX_BODY = 64 * 1024  # SPEC §3: a task, post or note body is at most 64 KiB
@@ -98,6 +98,17 @@ class StrictCharField(serializers.CharField):
         if self.max_bytes is not None and size > self.max_bytes:
             self.fail("max_bytes", max_bytes=self.max_bytes)
         return value
+
+
+class WorkItemIdField(StrictCharField):
+    """A slot id as every input takes it (SPEC §4.3.1: ``t02`` is ``T2``); /v1/schema gives its
+    form (``schema_pattern``, read by ``fronts.rest.schema``)."""
+
+    schema_pattern = WORK_ITEM_ID_PATTERN
+
+    def __init__(self, **kwargs) -> None:
+        # Trimmed by normalize_work_item_id, not before the length is checked: the 32 are as sent.
+        super().__init__(max_length=32, trim_whitespace=False, **kwargs)
 
 
 class SpaceSerializer(serializers.ModelSerializer):

@@ -14,9 +14,9 @@ from django.utils import timezone
 from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from costs.selectors import within_budget
 from common.refusals import InvalidRequest
-from spaces.catalog import normalize_work_item_id
+from spaces.catalog import WORK_ITEM_ID_PATTERN, normalize_work_item_id
 from tasks import selectors
-from tasks.models import LABEL_PATTERN, PRIORITIES, Dependency, Task, TaskStatus
+from tasks.models import LABEL_INPUT_PATTERN, LABEL_PATTERN, PRIORITIES, Dependency, Task, TaskStatus
 from tasks.search import text_match, text_query
 from tasks.status import shown_as, shown_in, with_shown_status
 
@@ -150,6 +150,20 @@ class TaskFilter(django_filters.FilterSet):
 
 # What a task list reads (besides paging): the filters, repeatable labels, superseded tasks too.
 LIST_PARAMETERS = frozenset({*TaskFilter.Meta.fields, "label", "include_superseded"})
+# Each list parameter as the filters read it, for /v1/schema: exactly what is taken, so a value
+# the schema calls wrong is refused (an empty value is no filter; a repeated one, an array).
+BOOLEAN = {"type": "string", "pattern": "^\\s*(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|1|0)?\\s*$"}
+LIST_PARAMETER_SCHEMAS = {
+    "status": {"type": "array", "items": {"type": "string", "enum": list(TaskStatus.values)}},
+    "priority": {"type": "array", "items": {"type": "string", "enum": [str(p) for p in PRIORITIES]}},
+    "delivery_mode": {"type": "string", "enum": ["", *(value for value, _ in TASK_DELIVERY_MODE_CHOICES)]},
+    "work_item_id": {"type": "string", "pattern": WORK_ITEM_ID_PATTERN, "maxLength": 64},
+    "creator": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+    "ready": BOOLEAN, "blocked": BOOLEAN, "include_superseded": BOOLEAN,
+    "q": {"type": "string", "maxLength": MAX_QUERY, "pattern": "^[^\\x00]*$"},
+    "order": {"type": "string", "enum": ["", "number", "next"]},
+    "label": {"type": "array", "items": {"type": "string", "pattern": LABEL_INPUT_PATTERN}},
+}
 
 
 def checked_filter(params: QueryDict, *, space, queryset: QuerySet, now: datetime | None = None) -> TaskFilter:

@@ -40,6 +40,7 @@ PRIORITIES = range(0, 5)
 DEFAULT_PRIORITY = 2
 MAX_LABELS = 10
 LABEL_PATTERN = r"^[a-z0-9._:-]{1,40}$"
+LABEL_INPUT_PATTERN = r"^[a-zA-Z0-9._:-]{1,40}$"  # as sent: a label is lower-cased when it is read
 MAX_BLOCKERS = 50
 
 

@@ -16,11 +16,13 @@ from spaces.serializers import (
     FlatInputSerializer,
     StrictCharField,
     StrictInputSerializer,
+    WorkItemIdField,
 )
 from spaces.catalog import MAX_TITLE
 from tasks import graph
 from tasks.models import (
     DEFAULT_PRIORITY,
+    LABEL_INPUT_PATTERN,
     LABEL_PATTERN,
     MAX_LABELS,
     PRIORITIES,
@@ -122,7 +124,7 @@ class TaskSerializer(serializers.Serializer):
 
 
 @extend_schema_field({"type": "array", "maxItems": MAX_LABELS,
-                     "items": {"type": "string", "pattern": LABEL_PATTERN}})
+                     "items": {"type": "string", "pattern": LABEL_INPUT_PATTERN}})
 class LabelsField(serializers.Field):
     """SPEC §13 labels: a list of at most 10, each 1–40 of ``[a-z0-9._:-]`` once lower-cased.
     A plain field (it keeps no child field), so flat input serializers may hold it."""
@@ -139,10 +141,9 @@ class LabelsField(serializers.Field):
             self.fail("not_a_list")
         if any(not isinstance(label, str) or not self.pattern.fullmatch(label.lower()) for label in data):
             self.fail("invalid")
-        labels = list(dict.fromkeys(label.lower() for label in data))  # once each, in the order given
-        if len(labels) > MAX_LABELS:
+        if len(data) > MAX_LABELS:
             self.fail("too_many")
-        return labels
+        return list(dict.fromkeys(label.lower() for label in data))  # once each, in the order given
 
     def to_representation(self, value) -> list[str]:
         return list(value)
@@ -181,7 +182,7 @@ class TaskCreateSerializer(FlatInputSerializer):
     title = StrictCharField(max_length=MAX_TITLE, trim_whitespace=False)
     body = StrictCharField(max_bytes=MAX_BODY, required=False, allow_blank=True, default="")
     delivery_mode = serializers.ChoiceField(choices=TASK_DELIVERY_MODE_CHOICES, default="result")
-    work_item_id = StrictCharField(max_length=32, required=False, allow_null=True, default=None)
+    work_item_id = WorkItemIdField(required=False, allow_null=True, default=None)
     priority = priority_field(required=False, default=DEFAULT_PRIORITY)
     labels = LabelsField(required=False, default=list)
     # At most MAX_BLOCKERS of them live (checked when they are looked up); finished ones may be named too.

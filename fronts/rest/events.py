@@ -27,6 +27,7 @@ class EventStreamRenderer(BaseRenderer):
 
 class EventListView(SpaceView):
     query_parameters = feed.PARAMETERS
+    query_schemas = feed.PARAMETER_SCHEMAS
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(operation_id="events_list", responses=OpenApiTypes.OBJECT)

@@ -21,6 +21,11 @@ from common.refusals import InvalidRequest
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")  # below 2**63: the columns lists are ordered by are bigints
+# The paging parameters as read here, for /v1/schema. A cursor is one a list gave: opaque, so its
+# schema cannot tell the ones the server made from the rest (docs/api.md).
+PAGING_SCHEMAS = {"limit": {"type": "integer", "minimum": 1, "maximum": 10**18 - 1},
+                  "offset": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1},
+                  "cursor": {"type": "string", "minLength": 1}}
 POSITION = re.compile(r"0|[1-9][0-9]{0,17}")  # a cursor's position, as a list writes it (no leading zeros)
 
 

@@ -20,6 +20,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import serializers
 
 from common.refusals import REFUSALS
+from fronts.rest.pagination import PAGING_SCHEMAS
+from spaces.catalog import WORK_ITEM_ID_PATTERN
 
 PROBLEM = "Problem"
 MUTATING = {"post", "put", "patch", "delete"}
@@ -28,27 +30,43 @@ PROBLEM_TYPE = "application/problem+json"  # what common.problems answers a refu
 
 class SpacesAutoSchema(AutoSchema):
     """drf-spectacular's schema of a view, with the query parameters the view takes
-    (``ApiView.query_parameters``, which it refuses every other one by) documented as such, each
-    as a string unless the view documents it better itself."""
+    (``ApiView.query_parameters``, which it refuses every other one by) documented as it reads
+    them: the view's ``query_schemas``, the paging ones' (``PAGING_SCHEMAS``), else a string
+    without NUL (the request middleware refuses one). No ``?format=``: no route takes it."""
 
     def get_override_parameters(self) -> list:
         parameters = list(super().get_override_parameters())
         if self.method not in ("GET", "HEAD"):
             return parameters
         named = {p.name for p in parameters if isinstance(p, OpenApiParameter)}
-        return parameters + [query_parameter(name) for name in sorted(getattr(self.view, "query_parameters", ()))
-                             if name not in named]
+        schemas = {**PAGING_SCHEMAS, **getattr(self.view, "query_schemas", {})}
+        return parameters + [query_parameter(name, schemas.get(name, NO_NUL))
+                             for name in sorted(getattr(self.view, "query_parameters", ())) if name not in named]
+
+    def _get_format_parameters(self) -> list:
+        return []
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        """A field that says its form (``schema_pattern``: a slot id) has it in the schema; any
+        other text a body takes is without NUL (DRF's CharField refuses one)."""
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        pattern = getattr(field, "schema_pattern", None)
+        if pattern is not None:
+            schema["pattern"] = pattern
+        elif direction == "request" and isinstance(field, serializers.CharField) and schema.get("type") == "string" \
+                and "pattern" not in schema and "enum" not in schema:
+            # DRF trims white space before it checks a field is not blank: something visible, then.
+            blank_refused = field.trim_whitespace and not field.allow_blank
+            schema["pattern"] = "^(?=[^\\x00]*\\S)[^\\x00]*$" if blank_refused else NO_NUL["pattern"]
+        return schema
 
 
-# The paging parameters as fronts/rest/pagination.py reads them; any other is a string, which
-# the request middleware refuses with a NUL in it (spaces/middleware.py).
-PAGING_TYPES = {"limit": {"type": "integer", "minimum": 1, "maximum": 10**18 - 1},
-                "offset": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}
 NO_NUL = {"type": "string", "pattern": "^[^\\x00]*$"}
 
 
-def query_parameter(name: str) -> OpenApiParameter:
-    return OpenApiParameter(name, PAGING_TYPES.get(name, NO_NUL), OpenApiParameter.QUERY)
+def query_parameter(name: str, schema: dict[str, Any]) -> OpenApiParameter:
+    """A query parameter; an array is the parameter repeated (``?label=a&label=b``)."""
+    return OpenApiParameter(name, schema, OpenApiParameter.QUERY, explode=True if schema.get("type") == "array" else None)
 
 
 def page_of(serializer_class: type[serializers.Serializer] | None, name: str) -> Any:
@@ -99,7 +117,8 @@ def document_refusals(result: dict[str, Any], generator, request, public) -> dic
     """drf-spectacular's postprocessing hook (SPECTACULAR_SETTINGS)."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas[PROBLEM] = problem_schema()
-    strict_request_bodies(result, schemas)
+    strict_request_bodies(schemas)
+    slot_ids_in_paths(result)
     by_status: dict[int, list[str]] = {}
     for refusal in REFUSALS.values():
         by_status.setdefault(refusal.http_status, []).append(refusal.code)
@@ -116,15 +135,19 @@ def document_refusals(result: dict[str, Any], generator, request, public) -> dic
     return result
 
 
-def strict_request_bodies(result: dict[str, Any], schemas: dict[str, Any]) -> None:
-    """Every body is strict input (SPEC §3: an unknown field is 422 naming it): each request
-    component (COMPONENT_SPLIT_REQUEST makes them apart from the answers') says so."""
+def strict_request_bodies(schemas: dict[str, Any]) -> None:
+    """Every body is strict input (SPEC §3: an unknown field is 422 naming it, nested objects
+    too): each request component (COMPONENT_SPLIT_REQUEST names them ``…Request``, apart from the
+    answers') says so."""
+    for name, schema in schemas.items():
+        if name.endswith("Request") and schema.get("type", "object") == "object" and "properties" in schema:
+            schema["additionalProperties"] = False
+
+
+def slot_ids_in_paths(result: dict[str, Any]) -> None:
+    """A ``{work_item_id}`` in a path is a slot id, read as a body's is."""
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
-            if not isinstance(operation, dict):
-                continue
-            for media in operation.get("requestBody", {}).get("content", {}).values():
-                ref = media.get("schema", {}).get("$ref", "")
-                target = schemas.get(ref.rsplit("/", 1)[-1]) if ref else media.get("schema")
-                if isinstance(target, dict) and target.get("type", "object") == "object":
-                    target["additionalProperties"] = False
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if parameter.get("in") == "path" and parameter.get("name") == "work_item_id":
+                    parameter["schema"] = {"type": "string", "pattern": WORK_ITEM_ID_PATTERN}

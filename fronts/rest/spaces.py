@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,16 +24,19 @@ from spaces.secrets import SecretAnswer, mark_secret, reissuer
 READ, WRITE, STEWARD = Role.READER, Role.WRITER, Role.STEWARD
 
 
-PAGING = frozenset({"cursor", "limit", "offset"})
+CURSOR_PAGING = frozenset({"cursor", "limit"})  # a list paged by cursor
+PAGING = CURSOR_PAGING | {"offset"}  # a list paged by cursor, or by offset where it is a ranking
 
 
 class ApiView(APIView):
     """Every ``/v1/`` route: a query parameter the route does not take is ``422`` naming it and
     the ones it takes (SPEC §3, strict input), as an unknown body field is, so a misspelt
-    ``?stauts=open`` is never read as the unfiltered list. A ``GET`` takes ``query_parameters``;
-    other methods take none."""
+    ``?stauts=open`` is never read as the unfiltered list. A ``GET`` takes ``query_parameters``
+    (a list, its paging), each as ``query_schemas`` describes it in /v1/schema
+    (``fronts.rest.schema``); other methods take none."""
 
-    query_parameters: frozenset[str] = PAGING
+    query_parameters: frozenset[str] = frozenset()
+    query_schemas: dict[str, dict] = {}
 
     def initial(self, request: Request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)  # who asks first: a 401, 403 or 404 comes before this
@@ -94,7 +97,9 @@ class JoinView(ApiView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
-    @extend_schema(request=s.JoinSerializer)
+    @extend_schema(request=s.JoinSerializer, responses={201: inline_serializer("Joined", fields={
+        "key": serializers.CharField(), "member": s.MemberSerializer(), "space": serializers.CharField(),
+        "role": serializers.CharField()})})
     def post(self, request: Request) -> Response:
         serializer = s.JoinSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -131,11 +136,15 @@ class JoinLinkListView(SpaceView):
     serializer_class = s.JoinLinkSerializer
     required_roles = {"GET": STEWARD, "POST": STEWARD}
 
+    query_parameters = CURSOR_PAGING
+
     @page_of(s.JoinLinkSerializer, "JoinLink")
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(self.space.join_links.all(), s.JoinLinkSerializer)
 
-    @extend_schema(request=s.JoinLinkCreateSerializer)
+    @extend_schema(request=s.JoinLinkCreateSerializer, responses={201: inline_serializer("JoinLinkCreated", fields={
+        "id": serializers.IntegerField(), "link": serializers.URLField(), "token": serializers.CharField(),
+        **{name: field for name, field in s.JoinLinkSerializer().fields.items() if name != "id"}})})
     def post(self, request: Request, slug: str) -> Response:
         data = self.validated(s.JoinLinkCreateSerializer)
         link, token = services.create_join_link(space=self.space, actor=self.member, **data)
@@ -165,6 +174,8 @@ def members_with_keys(space):
 class MemberListView(SpaceView):
     serializer_class = s.MemberSerializer
     required_roles = {"GET": STEWARD}
+
+    query_parameters = CURSOR_PAGING
 
     @page_of(s.MemberSerializer, "Member")
     def get(self, request: Request, slug: str) -> Response:
@@ -225,6 +236,8 @@ class KeyRevokeView(SpaceView):
 class CharterListView(SpaceView):
     serializer_class = s.CharterItemSerializer
 
+    query_parameters = CURSOR_PAGING
+
     @page_of(s.CharterItemSerializer, "CharterItem")
     @extend_schema(operation_id="charter_list")
     def get(self, request: Request, slug: str) -> Response:
@@ -245,7 +258,8 @@ class CharterItemView(SpaceView):
         item = selectors.get_charter_item(space=self.space, work_item_id=self.work_item_id(work_item_id))
         return Response(s.CharterItemSerializer(item).data)
 
-    @extend_schema(request=s.CharterUpsertSerializer)
+    @extend_schema(request=s.CharterUpsertSerializer,
+                   responses={200: s.CharterItemSerializer, 201: s.CharterItemSerializer})  # 201: a new slot
     def put(self, request: Request, slug: str, work_item_id: str) -> Response:
         data = self.validated(s.CharterUpsertSerializer)
         item, created = services.upsert_charter_item(
@@ -264,6 +278,8 @@ class PostListView(SpaceView):
     serializer_class = s.PostSerializer
     required_roles = {"POST": commands.create_post.role}
 
+    query_parameters = CURSOR_PAGING
+
     @page_of(s.PostSerializer, "Post")
     def get(self, request: Request, slug: str) -> Response:
         return self.paginate(selectors.visible_posts(space=self.space, viewer=self.member), s.PostSerializer)
@@ -277,6 +293,7 @@ class PostHideView(SpaceView):
     serializer_class = s.PostSerializer
     required_roles = {"POST": WRITE}
 
+    @extend_schema(request=None)
     def post(self, request: Request, slug: str, post_id: str) -> Response:
         self.no_input()
         post = services.hide_post(post=selectors.get_post(space=self.space, post_id=post_id), actor=self.member)
@@ -287,6 +304,7 @@ class PostWithholdView(SpaceView):
     serializer_class = s.PostSerializer
     required_roles = {"POST": STEWARD}
 
+    @extend_schema(request=None)
     def post(self, request: Request, slug: str, post_id: str) -> Response:
         self.no_input()
         post = services.withhold_post(post=selectors.get_post(space=self.space, post_id=post_id), actor=self.member)
@@ -297,9 +315,9 @@ class ReferenceView(ApiView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
     query_parameters = frozenset({"section"})
+    query_schemas = {"section": {"type": "string", "enum": ["", *sorted(SECTIONS)]}}  # empty: every section
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[
-        OpenApiParameter("section", str, enum=["tasks", "allocation", "refusals", "settlement", "graph", "live", "similar", "agents"])])
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         section = request.query_params.get("section")
         if section and section not in SECTIONS:

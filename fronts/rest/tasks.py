@@ -12,10 +12,11 @@ from allocation.serializers import BindSerializer, HoldSerializer
 from allocation.models import SlotHold
 from fronts.rest.pagination import IdCursorPagination, RankedPagination
 from fronts.rest.schema import page_of
-from fronts.rest.spaces import PAGING, SpaceView
+from fronts.rest.spaces import CURSOR_PAGING, PAGING, SpaceView
+from spaces.catalog import MAX_TITLE
 from spaces.models import Role
 from tasks import commands, graph, selectors, summary
-from tasks.filters import LIST_PARAMETERS, filter_tasks
+from tasks.filters import LIST_PARAMETER_SCHEMAS, LIST_PARAMETERS, filter_tasks
 from tasks.models import Notification
 from tasks.serializers import (
     AssignSerializer,
@@ -48,6 +49,7 @@ class TaskListView(SpaceView):
     serializer_class = TaskSerializer
     required_roles = {"POST": commands.create_task.role}
     query_parameters = PAGING | LIST_PARAMETERS
+    query_schemas = LIST_PARAMETER_SCHEMAS
 
     @page_of(TaskSerializer, "Task")
     @extend_schema(operation_id="tasks_list")
@@ -84,7 +86,8 @@ class SimilarTasksView(SpaceView):
 
     query_parameters = frozenset({"title"})
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter("title", str, required=True)])
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter(
+        "title", {"type": "string", "minLength": 1, "maxLength": MAX_TITLE, "pattern": "^[^\\x00]*$"}, required=True)])
     def get(self, request: Request, slug: str) -> Response:
         reply = commands.similar_tasks(self.member, unit=None, data=dict(request.query_params.items()))
         return Response(reply.body, status=reply.status)
@@ -114,6 +117,10 @@ class TaskWindowView(SpaceView):
     serializer_class = WindowSerializer
     required_roles = {"POST": commands.create_tasks.role}
 
+    @extend_schema(responses=inline_serializer("WindowResults", fields={"results": serializers.ListField(
+        child=inline_serializer("WindowResult", fields={
+            "index": serializers.IntegerField(), "status": serializers.IntegerField(),
+            "body": serializers.DictField(help_text="What POST …/tasks answers for this proposal.")}))}))
     def post(self, request: Request, slug: str) -> Response:
         return self.run(commands.create_tasks)
 
@@ -154,6 +161,8 @@ class BlockerDetailView(SpaceView):
 class TaskHistoryView(SpaceView):
     serializer_class = TaskEventSerializer
 
+    query_parameters = CURSOR_PAGING
+
     @page_of(TaskEventSerializer, "TaskEvent")
     def get(self, request: Request, slug: str, number: str) -> Response:
         task = selectors.get_task(space=self.space, number=number)
@@ -163,6 +172,8 @@ class TaskHistoryView(SpaceView):
 class TaskNotesView(SpaceView):
     serializer_class = NoteSerializer
     required_roles = {"POST": commands.add_note.role}
+
+    query_parameters = CURSOR_PAGING
 
     @page_of(NoteSerializer, "Note")
     def get(self, request: Request, slug: str, number: str) -> Response:
@@ -228,7 +239,7 @@ class CheckView(SpaceView):
     required_roles = {"POST": commands.confirm_attempt.role}
     command = commands.confirm_attempt
 
-    @extend_schema(request=RejectSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, slug: str, number: str, attempt: str) -> Response:
         return self.run(self.command, number=number, attempt=attempt)
 
@@ -237,10 +248,14 @@ class RejectView(CheckView):
     required_roles = {"POST": commands.reject_attempt.role}
     command = commands.reject_attempt
 
+    @extend_schema(request=RejectSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, slug: str, number: str, attempt: str) -> Response:
+        return self.run(self.command, number=number, attempt=attempt)
+
 
 class NotificationListView(SpaceView):
     serializer_class = NotificationSerializer
-    query_parameters = PAGING | {"unread"}
+    query_parameters = CURSOR_PAGING | {"unread"}
 
     @page_of(NotificationSerializer, "Notification")
     def get(self, request: Request) -> Response:
@@ -297,9 +312,11 @@ class HoldListView(SpaceView):
     serializer_class = HoldSerializer
     required_roles = {"POST": Role.STEWARD}
 
+    @extend_schema(responses=inline_serializer("Holds", fields={"results": HoldSerializer(many=True)}))
     def get(self, request: Request, slug: str) -> Response:
         return Response({"results": [commands.hold_body(h) for h in SlotHold.objects.filter(space=self.space).order_by("pk")]})
 
+    @extend_schema(responses={201: HoldSerializer})
     def post(self, request: Request, slug: str) -> Response:
         return self.run(commands.hold_slot)
 

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from fronts.rest.pagination import IdCursorPagination
 from fronts.rest.schema import page_of
-from fronts.rest.spaces import SpaceView
+from fronts.rest.spaces import CURSOR_PAGING, SpaceView
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret
 from spaces.selectors import as_int
@@ -45,6 +45,8 @@ def with_secret(response: Response, endpoint: Endpoint) -> Response:
 
 class WebhookListView(SpaceView):
     required_roles = {"GET": STEWARD, "POST": STEWARD}
+
+    query_parameters = CURSOR_PAGING
 
     @page_of(None, "Webhook")
     @extend_schema(operation_id="spaces_webhooks_list")
@@ -108,6 +110,8 @@ class WebhookTestView(WebhookView):
 
 class DeliveryListView(WebhookView):
     required_roles = {"GET": STEWARD}
+
+    query_parameters = CURSOR_PAGING
 
     @page_of(None, "Delivery")
     @extend_schema(operation_id="spaces_webhooks_deliveries_list")
