@@ -152,7 +152,7 @@ class TaskFilter(django_filters.FilterSet):
 LIST_PARAMETERS = frozenset({*TaskFilter.Meta.fields, "label", "include_superseded"})
 # Each list parameter as the filters read it, for /v1/schema: exactly what is taken, so a value
 # the schema calls wrong is refused (an empty value is no filter; a repeated one, an array).
-BOOLEAN = {"type": "string", "pattern": "^\\s*(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|1|0)?\\s*$"}
+BOOLEAN = {"type": "string", "pattern": "^(?:\\s*(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|1|0)\\s*)?$"}
 LIST_PARAMETER_SCHEMAS = {
     "status": {"type": "array", "items": {"type": "string", "enum": list(TaskStatus.values)}},
     "priority": {"type": "array", "items": {"type": "string", "enum": [str(p) for p in PRIORITIES]}},
