@@ -9,8 +9,10 @@ second time (DNS rebinding) cannot reach the host's own network. Redirects are n
 """
 from __future__ import annotations
 
+import heapq
 import http.client
 import ipaddress
+import itertools
 import socket
 import ssl
 import threading
@@ -165,24 +167,26 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float = TIM
 
 
 class Deadline:
-    """Ends a try at its deadline: a timer shuts the socket down, so a read blocked on a
-    receiver that sends a byte a second returns at once."""
+    """Ends a try at its deadline: the socket is shut down then, so a read blocked on a receiver
+    that sends a byte a second returns at once. One thread keeps every try's deadline
+    (``DEADLINES``): a timer thread a try cost more than the try."""
 
     def __init__(self, seconds: float) -> None:
         self.ends = time.monotonic() + seconds
         self.passed = False
-        self.timer: threading.Timer | None = None
+        self.armed: socket.socket | None = None  # the socket the deadline shuts down
         self.lock = threading.Lock()
 
     def arm(self, sock: socket.socket) -> None:
-        self.cancel()
         sock.settimeout(max(0.01, self.ends - time.monotonic()))
-        self.timer = threading.Timer(max(0.0, self.ends - time.monotonic()), self.expire, (sock,))
-        self.timer.daemon = True
-        self.timer.start()
+        with self.lock:
+            self.armed = sock
+        DEADLINES.add(self, sock)
 
     def expire(self, sock: socket.socket) -> None:
         with self.lock:
+            if self.armed is not sock:
+                return  # cancelled, or armed on the socket that wraps this one
             self.passed = True
             try:
                 sock.shutdown(socket.SHUT_RDWR)
@@ -190,10 +194,43 @@ class Deadline:
                 pass  # already closed
 
     def cancel(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        with self.lock:  # a shutdown under way ends before the socket is closed or wrapped
-            pass
+        with self.lock:  # a shutdown under way ends before the socket is closed
+            self.armed = None
+
+
+class Deadlines:
+    """The deadlines of the tries in flight, in a heap, kept by one daemon thread (started on
+    the first try) that expires each when its time comes; a cancelled one is skipped then."""
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[float, int, Deadline, socket.socket]] = []
+        self.changed = threading.Condition()
+        self.order = itertools.count()
+        self.thread: threading.Thread | None = None
+
+    def add(self, deadline: Deadline, sock: socket.socket) -> None:
+        with self.changed:
+            heapq.heappush(self.heap, (deadline.ends, next(self.order), deadline, sock))
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self.keep, name="webhook-deadlines", daemon=True)
+                self.thread.start()
+            if self.heap[0][2] is deadline:
+                self.changed.notify()  # the keeper waits for an earlier one only when this is the first
+
+    def keep(self) -> None:
+        while True:
+            with self.changed:
+                while not self.heap:
+                    self.changed.wait()
+                left = self.heap[0][0] - time.monotonic()
+                if left > 0:
+                    self.changed.wait(left)
+                    continue
+                _, _, deadline, sock = heapq.heappop(self.heap)
+            deadline.expire(sock)
+
+
+DEADLINES = Deadlines()
 
 
 def connect(host: str, port: int, timeout: float) -> socket.socket:

@@ -87,7 +87,7 @@ def lease_due(limit: int) -> list[tuple[int, str]]:
             .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
             .annotate(head_at=Subquery(head_at.values("next_at")[:1]), last_seq=Subquery(last_seq))
             .filter(Q(head_at__lte=now) | Q(head_at__isnull=True, cursor__lt=F("last_seq")))
-            .order_by(F("lease_until").asc(nulls_first=True), "id")
+            .order_by(F("lease_until").asc(nulls_first=True), "id")  # never served, then served longest ago
             .select_for_update(skip_locked=True, of=("self",))
             .values_list("id", flat=True)[:limit])
         leased = [(endpoint_id, uuid.uuid4().hex) for endpoint_id in due]
@@ -151,13 +151,19 @@ def serve(endpoint_id: int, token: str) -> int:
         return delivered
     finally:
         give_back(endpoint_id, token)
-        connection.close()  # each thread's own connection: not kept between turns
+        connection.close_if_unusable_or_obsolete()  # kept for the thread's next turn unless it broke
+
+
+def end_lease(endpoint_id: int, token: str) -> None:
+    """The lease ends now: ``lease_until`` says when, so lease_due takes the endpoint served
+    longest ago first (a round robin: a low id is not served before the others every round)."""
+    Endpoint.objects.filter(pk=endpoint_id, lease_token=token).update(lease_until=timezone.now(), lease_token="")
 
 
 def give_back(endpoint_id: int, token: str) -> None:
     """End a lease this worker holds; with the database away, keep it to give back later."""
     try:
-        Endpoint.objects.filter(pk=endpoint_id, lease_token=token).update(lease_until=None, lease_token="")
+        end_lease(endpoint_id, token)
     except DATABASE_AWAY:
         unreturned.append((endpoint_id, token))
 
@@ -167,7 +173,7 @@ def give_back_unreturned() -> None:
     for _ in range(len(unreturned)):
         endpoint_id, token = unreturned.popleft()
         try:
-            Endpoint.objects.filter(pk=endpoint_id, lease_token=token).update(lease_until=None, lease_token="")
+            end_lease(endpoint_id, token)
         except DATABASE_AWAY:
             unreturned.append((endpoint_id, token))
             raise
