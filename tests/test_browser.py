@@ -327,6 +327,10 @@ def test_a_steward_acts_from_the_board_while_an_agent_team_works(live_server, br
     browser.get(f"{live_server.url}/board/agent-lab/")
     wait.until(lambda d: d.find_elements(By.ID, "card-7"))
     wait.until(lambda d: d.find_element(By.ID, "throughput").find_elements(By.CSS_SELECTOR, "rect"))
+    days = [s.text for s in browser.find_elements(By.CSS_SELECTOR, "#throughput-axis span")]
+    assert 6 <= len(days) <= 8 and all(day for day in days), days  # a label at each midnight of the 7 days
+    scale = [s.text for s in browser.find_elements(By.CSS_SELECTOR, "#throughput-scale span")]
+    assert scale[-1] == "0" and scale[0].endswith("/h"), scale
     # The README's picture, docs/board.png, is this one copied by hand: no test writes a tracked file.
     browser.save_screenshot(str(SHOTS / "board-light.png"))
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme",

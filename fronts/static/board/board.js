@@ -147,9 +147,25 @@
       bar.append(tip);
       svg.append(bar);
     });
+    drawAxes(first, t.done.length, peak);
     const total = t.done.reduce((a, b) => a + b, 0);
     document.getElementById("throughput-note").textContent =
       total + " done, busiest hour " + Math.max(0, ...t.done) + ", last 24 h " + t.done.slice(-24).reduce((a, b) => a + b, 0);
+  }
+
+  // The chart's axes in HTML beside the stretched SVG: the days along the bottom, each at the
+  // midnight it starts with (local time), and the tallest bar's count with 0 on the left.
+  function drawAxes(first, hours, peak) {
+    const axis = document.getElementById("throughput-axis");
+    axis.replaceChildren();
+    for (let i = 0; i < hours; i++) {
+      const at = new Date(first + i * 3600000);
+      if (at.getHours() !== 0) continue;
+      const day = el("span", "", at.toLocaleDateString([], {weekday: "short", day: "numeric"}));
+      day.style.left = (100 * i / hours) + "%";
+      axis.append(day);
+    }
+    document.getElementById("throughput-scale").replaceChildren(el("span", "", peak + "/h"), el("span", "", "0"));
   }
 
   // --- Filters, kept in the URL --------------------------------------------------------------
