@@ -366,3 +366,27 @@ def test_a_steward_acts_from_the_board_while_an_agent_team_works(live_server, br
               headers: {'Content-Type': 'application/json', 'X-CSRFToken': arguments[0]}, body: '{}'})
           .then(r => done(r.status));""", token)
     assert status == 403 and Task.objects.get(space=space, number=7).status == "open"
+
+
+def test_the_admins_task_list_reads_at_1400_pixels_without_scrolling_sideways(live_server, browser):
+    """A steward's laptop: the task list, its filters beside it, fits 1,400 px; titles wrap."""
+    from selenium.webdriver.common.by import By
+
+    space = load_agent_lab()
+    steward, _ = member_with_key(space, "steward")
+    create_task(space=space, actor=steward, title="A long title " * 12, labels=["docs", "eval", "ops"])
+    User.objects.create_superuser("ada", "ada@example.com", "correct horse")
+    browser.set_window_size(1400, 900)
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/tasks/task/")
+    browser.find_element(By.NAME, "username").send_keys("ada")
+    browser.find_element(By.NAME, "password").send_keys("correct horse")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    browser.find_element(By.ID, "result_list")
+    widths = browser.execute_script(
+        "const r = document.querySelector('#changelist .results'); return [document.documentElement.scrollWidth,"
+        " document.documentElement.clientWidth, r.scrollWidth, r.clientWidth,"
+        " document.querySelector('#result_list td.field-title').getBoundingClientRect().width]")
+    page, page_shown, results, results_shown, title = widths
+    assert page <= page_shown and results <= results_shown, widths  # nothing hidden to the right
+    assert title >= 170, widths  # a title reads as a line, not a word a line
+    browser.save_screenshot(str(SHOTS / "admin-tasks-1400.png"))

@@ -12,6 +12,7 @@ from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.functional import cached_property
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.shortcuts import get_object_or_404, redirect
@@ -206,9 +207,11 @@ class SupersedeForm(forms.Form):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["number", "title", "shown_status", "readiness", "priority", "label_list", "work_item_id",
-                    "delivery_mode", "space", "cycle", "created_at"]
-    list_display_links = ["number", "title"]
+    # What a steward scans a list for, readable at 1,400 px beside the filters (the delivery mode
+    # is a filter, the cycle on the task's page).
+    list_display = ["task_number", "title", "status_and_readiness", "shown_priority", "label_list", "slot",
+                    "space", "created"]
+    list_display_links = ["task_number", "title"]
     list_filter = [SupersededFilter, StatusFilter, ReadinessFilter, PriorityFilter, LabelFilter, "delivery_mode", "space"]
     # Searched through the full-text index (get_search_results), a slot id, or a task number.
     search_fields = ["title"]
@@ -304,11 +307,37 @@ class TaskAdmin(admin.ModelAdmin):
     def shown_status(self, task: Task) -> str:
         return TaskStatus(task.shown_status).label
 
+    @admin.display(description="#", ordering="number")
+    def task_number(self, task: Task) -> int:
+        return task.number
+
+    @admin.display(description="status", ordering="status")
+    def status_and_readiness(self, task: Task) -> str:
+        """The status as reads show it; an open task says whether it is ready or blocked."""
+        status = self.shown_status(task)
+        return f"{status}, {self.readiness(task)}" if task.shown_status == TaskStatus.OPEN else status
+
     @admin.display(description="ready")
     def readiness(self, task: Task) -> str:
         if task.is_blocked:
             return "blocked"
         return "ready" if task.shown_status == TaskStatus.OPEN else "—"
+
+    class Media:
+        css = {"all": ["spaces_admin/task_list.css"]}
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, task: Task) -> str:
+        at = timezone.localtime(task.created_at)
+        return date_format(at, "j M, H:i" if at.year == timezone.localtime().year else "j M Y")
+
+    @admin.display(description="prio", ordering="priority")
+    def shown_priority(self, task: Task) -> str:
+        return f"P{task.priority}"
+
+    @admin.display(description="slot", ordering="work_item_id")
+    def slot(self, task: Task) -> str:
+        return task.work_item_id or "—"
 
     @admin.display(description="labels")
     def label_list(self, task: Task) -> str:
