@@ -218,13 +218,20 @@ def test_json_rpc_answers_are_json(writer):
 def test_a_streamed_send_opens_with_the_task_then_its_updates(writer, monkeypatch):
     from events import feed
 
-    monkeypatch.setattr(feed, "STREAM_SECONDS", 1.0)
+    monkeypatch.setattr(feed, "STREAM_SECONDS", 60.0)  # a bound: the test reads until what it waits for came
     monkeypatch.setattr(feed, "KEEPALIVE_SECONDS", 0.3)
     response = writer.api.post(A, {"jsonrpc": "2.0", "id": 3, "method": "SendStreamingMessage",
                                    "params": message("Streamed work")}, headers={"A2A-Version": "1.0"})
     assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
-    blocks = [block for block in b"".join(response.streaming_content).decode().split("\n\n") if block]
-    updates = [json.loads(block[len("data: "):]) for block in blocks if block.startswith("data: ")]
+    read, blocks, updates = "", [], []
+    for chunk in response.streaming_content:  # until two updates and a keep-alive came, however slowly
+        read += chunk.decode()
+        *whole, read = read.split("\n\n")
+        blocks += [block for block in whole if block]
+        updates += [json.loads(block[len("data: "):]) for block in whole if block.startswith("data: ")]
+        if len(updates) >= 2 and ": keep-alive" in blocks:
+            break
+    response.close()
     assert updates[0]["id"] == 3 and updates[0]["result"]["task"]["id"] == "1"
     assert updates[1]["result"]["statusUpdate"]["metadata"]["spaces"]["event"] == "task.created"
     assert ": keep-alive" in blocks
