@@ -18,7 +18,8 @@ deliveries wait behind it: an endpoint receives its events in seq order. A worke
 mid-send leaves the delivery pending; once the lease runs out another worker sends it again,
 with the same ``webhook-id`` and body. A slow endpoint holds one thread, never the others:
 each worker keeps ``slots`` endpoints in flight, and gives an endpoint up after TURN_SECONDS
-so a busy one cannot keep the others waiting for a slot.
+so a busy one cannot keep the others waiting for a slot; a lease given back ends at that
+moment, so the endpoints due take the free slots in turn, the one served longest ago first.
 """
 from __future__ import annotations
 
