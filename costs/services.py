@@ -15,6 +15,7 @@ from datetime import date, datetime
 from datetime import timezone as dt_timezone
 from decimal import Decimal
 from functools import cache
+from typing import Callable
 
 from django.db import connection
 from django.db.models import Sum
@@ -117,14 +118,14 @@ def month_spend(space_id: int, now: datetime | None = None) -> Decimal:
     return found if found is not None else Decimal(0)
 
 
-def space_over_budget(space, *, counting_claims_in_flight: bool = False) -> BudgetExhausted | None:
+def space_over_budget(space, *, claims_in_flight: Callable[[], int] | None = None) -> BudgetExhausted | None:
     """The ``409 budget_exhausted`` to answer when the space's spend this month has reached its
     budget; None while it has not (or it has no budget: then nothing is read).
 
-    ``counting_claims_in_flight`` (``next``): each live claim of the space is counted as the
-    month's average spend per claim (its spend over the claims and claimless attempts that
+    ``claims_in_flight`` (``next``; the tasks app counts its live claims): each is counted as
+    the month's average spend per claim (its spend over the claims and claimless attempts that
     reported) against what is left, so work is not handed out that the claims already out are
-    expected to spend. The month's row, and the live claims' count only when it is needed."""
+    expected to spend. The month's row, and the count only when it is needed."""
     if space.budget_usd is None:
         return None
     month = MonthSpend.objects.filter(space_id=space.pk, month=month_of(timezone.now())).values_list(
@@ -135,11 +136,9 @@ def space_over_budget(space, *, counting_claims_in_flight: bool = False) -> Budg
         return BudgetExhausted(
             f"This space spent {spent} USD this month, its budget is {space.budget_usd} USD: nothing is handed out "
             "until a steward raises the budget or the month turns.", **figures)
-    if not (counting_claims_in_flight and sources):
+    if claims_in_flight is None or not sources:
         return None
-    from tasks.models import Claim  # tasks imports costs: the claims are read where they are counted
-
-    in_flight = Claim.objects.filter(Claim.live(timezone.now()), space_id=space.pk).count()
+    in_flight = claims_in_flight()
     if in_flight and spent + in_flight * spent / sources >= space.budget_usd:
         return BudgetExhausted(
             f"This space spent {spent} USD of its {space.budget_usd} USD this month, and its {in_flight} claim(s) "
@@ -149,9 +148,9 @@ def space_over_budget(space, *, counting_claims_in_flight: bool = False) -> Budg
     return None
 
 
-def check_space_budget(space) -> None:
+def check_space_budget(space, *, claims_in_flight: Callable[[], int]) -> None:
     """``next``: refused while the space's budget is reached, the claims in flight counted."""
-    refusal = space_over_budget(space, counting_claims_in_flight=True)
+    refusal = space_over_budget(space, claims_in_flight=claims_in_flight)
     if refusal is not None:
         raise refusal
 

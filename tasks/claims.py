@@ -277,6 +277,11 @@ def assign_task(*, task: Task, member: Member, actor: Member) -> tuple[Task, Cla
         return task, open_claim(task=task, member=member, origin=ClaimOrigin.ASSIGNED, actor=actor)
 
 
+def claims_in_flight(space_id: int) -> int:
+    """The space's live claims (what ``next`` counts against what is left of a budget)."""
+    return Claim.objects.filter(Claim.live(timezone.now()), space_id=space_id).count()
+
+
 def end_claims(claims, reason: str) -> int:
     """Compare-and-set: only claims still live are ended, so concurrent callers end each once."""
     return claims.filter(ended_at=None).update(ended_at=timezone.now(), end_reason=reason)

@@ -184,7 +184,8 @@ def next_task(member: Member, *, unit: UnitOfWork, kind: str, join: bool, labels
             return Reply(200, {"task": None, "attempt": None})
         task, attempt = offered
         return Reply(200, task_and(task, attempt=AttemptSerializer(attempt).data))
-    check_space_budget(space)  # SPEC §19: at the month's budget nothing is handed out, waited or not
+    # SPEC §19: at the month's budget nothing is handed out, waited or not
+    check_space_budget(space, claims_in_flight=lambda: claims.claims_in_flight(space.pk))
     if number is not None:
         claimed = claims.claim_task(space=space, member=member, number=number, join=join)
     else:
