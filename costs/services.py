@@ -111,11 +111,17 @@ def report(*, space, task_id: int, member_id: int, cost: Cost, claim_id: int | N
         feed.record(space_id=space.pk, type="budget.exhausted", data=figures)
 
 
+def month_figures(space_id: int, now: datetime | None = None) -> tuple[Decimal, int]:
+    """The space's spend this calendar month (UTC) and the claims and claimless attempts that
+    reported it: one row."""
+    found = MonthSpend.objects.filter(space_id=space_id, month=month_of(now or timezone.now())).values_list(
+        "usd", "sources").first()
+    return found if found is not None else (Decimal(0), 0)
+
+
 def month_spend(space_id: int, now: datetime | None = None) -> Decimal:
     """The space's spend this calendar month (UTC): one row."""
-    found = MonthSpend.objects.filter(space_id=space_id, month=month_of(now or timezone.now())).values_list(
-        "usd", flat=True).first()
-    return found if found is not None else Decimal(0)
+    return month_figures(space_id, now)[0]
 
 
 def space_over_budget(space, *, claims_in_flight: Callable[[], int] | None = None) -> BudgetExhausted | None:
@@ -128,9 +134,7 @@ def space_over_budget(space, *, claims_in_flight: Callable[[], int] | None = Non
     expected to spend. The month's row, and the count only when it is needed."""
     if space.budget_usd is None:
         return None
-    month = MonthSpend.objects.filter(space_id=space.pk, month=month_of(timezone.now())).values_list(
-        "usd", "sources").first()
-    spent, sources = month or (Decimal(0), 0)
+    spent, sources = month_figures(space.pk)
     figures = {"spend_usd": float(spent), "budget_usd": float(space.budget_usd), "scope": "space"}
     if spent >= space.budget_usd:
         return BudgetExhausted(

@@ -49,6 +49,14 @@ def ready_queue(space_id: int, labels: list[str]) -> QuerySet:
             .filter(within_budget()).order_by(*NEXT_ORDER))
 
 
+TRUE_WORDS, FALSE_WORDS = ("true", "1", "yes"), ("false", "0", "no")  # what a boolean filter reads
+
+
+def any_case(word: str) -> str:
+    """``word`` as a pattern matching it in any case (JSON Schema's patterns have no flags)."""
+    return "".join(f"[{c.upper()}{c}]" if c.isalpha() else c for c in word)
+
+
 class StrictBooleanField(forms.NullBooleanField):
     """``true``/``false`` (or 1/0, yes/no) and nothing else: ``?ready=maybe`` is a 422 (SPEC
     §3), not a list that quietly ignores the filter."""
@@ -59,9 +67,9 @@ class StrictBooleanField(forms.NullBooleanField):
         if value in (None, ""):
             return None
         word = str(value).strip().lower()
-        if word in ("true", "1", "yes"):
+        if word in TRUE_WORDS:
             return True
-        if word in ("false", "0", "no"):
+        if word in FALSE_WORDS:
             return False
         raise forms.ValidationError("Must be true or false.", code="invalid")
 
@@ -152,7 +160,8 @@ class TaskFilter(django_filters.FilterSet):
 LIST_PARAMETERS = frozenset({*TaskFilter.Meta.fields, "label", "include_superseded"})
 # Each list parameter as the filters read it, for /v1/schema: exactly what is taken, so a value
 # the schema calls wrong is refused (an empty value is no filter; a repeated one, an array).
-BOOLEAN = {"type": "string", "pattern": "^(?:\\s*(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|1|0)\\s*)?$"}
+BOOLEAN = {"type": "string",
+           "pattern": f"^(?:\\s*(?:{'|'.join(any_case(w) for w in TRUE_WORDS + FALSE_WORDS)})\\s*)?$"}
 LIST_PARAMETER_SCHEMAS = {
     "status": {"type": "array", "items": {"type": "string", "enum": list(TaskStatus.values)}},
     "priority": {"type": "array", "items": {"type": "string", "enum": [str(p) for p in PRIORITIES]}},
