@@ -5,10 +5,11 @@ role checks and refusals (``fronts.running``); a refusal is raised as an A2A err
 from __future__ import annotations
 
 import time
-from datetime import timezone as dt_timezone
+from datetime import datetime, timedelta, timezone as dt_timezone
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
+from django.db.models import Q
 from django.utils import timezone
 
 from allocation.runner import Answer
@@ -19,6 +20,7 @@ from fronts.a2a.errors import of_domain, refused
 from fronts.a2a.card import agent_card
 from fronts.a2a.tasks import as_task, statuses_of
 from fronts.running import Caller, run_command
+from spaces.commands import Command
 from spaces.models import Role
 from spaces.permissions import role_refusal
 from tasks import commands
@@ -28,6 +30,7 @@ from tasks.status import shown_in, with_shown_status
 
 RESERVED_PATIENCE = 3.0  # seconds a send waits out another request creating the same work (converging)
 DEFAULT_PAGE, MAX_PAGE = 50, 100
+EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
 
 
 def task_body(caller: Caller, number: object) -> dict[str, Any]:
@@ -36,10 +39,13 @@ def task_body(caller: Caller, number: object) -> dict[str, Any]:
 
 
 def history_length(request: Any) -> int | None:
-    """What a request asks of the history: None for all of it (unset), else at most that many."""
+    """What a request asks of the history: None for all of it (unset), else at most that many; a
+    negative length is refused, as the A2A SDK's own server does."""
     if not request.HasField("history_length"):
         return None
-    return max(0, request.history_length)
+    if request.history_length < 0:
+        raise of_domain(InvalidRequest("Bad historyLength.", fields={"historyLength": ["Zero or more."]}))
+    return request.history_length
 
 
 def send_message(caller: Caller, request: pb.SendMessageRequest) -> pb.SendMessageResponse:
@@ -69,6 +75,10 @@ def answered_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
     if not request.message.message_id:
         raise of_domain(InvalidRequest("A message needs its messageId.",
                                                 fields={"messageId": ["The message's id: its Idempotency-Key."]}))
+    if request.message.context_id and request.message.context_id != space.slug:
+        # A2A v1.0: a context the agent cannot take is refused, never replaced by another.
+        raise of_domain(InvalidRequest("Bad contextId.", fields={"contextId": [
+            f"This agent's one context, '{space.slug}' (the space), or none."]}))
     try:
         asked = messages.asked(request.message)
     except DomainError as error:
@@ -77,10 +87,14 @@ def answered_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
     shown = 0 if shown is None else shown
     key = request.message.message_id
     if asked.note:
-        answer = answered(caller, commands.add_note, data=asked.data, idempotency_key=key, number=asked.task)
-        extra = {"outcome": "noted", "note": answer.body.get("id"), "replayed": answer.replayed}
+        answer = converged(caller, commands.add_note, "note", data=asked.data, idempotency_key=key,
+                           number=asked.task)
+        if answer.status == 409:  # the same note is on the task already: answered by it, as a create is
+            extra = {"outcome": "redirect", "note": answer.body["winner"]["id"], "replayed": answer.replayed}
+        else:
+            extra = {"outcome": "noted", "note": answer.body.get("id"), "replayed": answer.replayed}
         return as_task(space, task_body(caller, asked.task), history_length=shown, extra=extra)
-    answer = create(caller, asked.data, key)
+    answer = converged(caller, commands.create_task, "task", data=asked.data, idempotency_key=key)
     if answer.status == 201:
         extra = {"outcome": "created", "replayed": answer.replayed}
         if "similar" in answer.body:
@@ -92,19 +106,19 @@ def answered_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
     return as_task(space, task_body(caller, body["winner"]["id"]), history_length=shown, extra=extra)
 
 
-def create(caller: Caller, data: dict[str, Any], key: str) -> Answer:
-    """The create's answer: 201, or a 409 naming the task that holds the work. Another request
-    creating the same work right now (``conflict_key_reserved``) is waited out, as a client told
-    to retry would, so requesters converge on one task; any other refusal is raised."""
+def converged(caller: Caller, command: Command, winner: str, **arguments: Any) -> Answer:
+    """The answer of a create or a note: 201, or a 409 naming the ``winner`` (a task, a note)
+    that holds the same work, which the message is answered by (requesters converge instead of
+    failing). Another request writing the same work right now (``conflict_key_reserved``) is
+    waited out, as a client told to retry would; any other refusal is raised."""
     deadline = time.monotonic() + RESERVED_PATIENCE
     while True:
         try:
-            answer = run_command(caller, commands.create_task, front=FRONT, data=data, idempotency_key=key)
+            answer = run_command(caller, command, front=FRONT, **arguments)
         except DomainError as error:
             raise of_domain(error) from None
         body = answer.body if isinstance(answer.body, dict) else {}
-        winner = body.get("winner") or {}
-        if answer.status == 201 or (answer.status == 409 and winner.get("type") == "task"):
+        if answer.status < 400 or (answer.status == 409 and (body.get("winner") or {}).get("type") == winner):
             return answer
         if body.get("code") == "conflict_key_reserved" and time.monotonic() < deadline:
             time.sleep(body.get("retry_after_ms", 100) / 1000)
@@ -124,9 +138,9 @@ def cancel_task(caller: Caller, request: pb.CancelTaskRequest) -> pb.Task:
 
 
 def list_tasks(caller: Caller, request: pb.ListTasksRequest) -> pb.ListTasksResponse:
-    """``ListTasks``: the space's tasks, newest first, by state and changed since, a page at a time
-    (the page token is the number the next page starts below). A superseded task is shown by its
-    survivor."""
+    """``ListTasks``: the space's tasks, the last changed first (A2A v1.0: by status timestamp,
+    descending), by state and changed since, a page at a time (the page token is the last task's
+    change time and number). A superseded task is shown by its survivor."""
     member = caller.member
     refusal = role_refusal(member, Role.READER)
     if refusal is not None:
@@ -144,18 +158,32 @@ def list_tasks(caller: Caller, request: pb.ListTasksRequest) -> pb.ListTasksResp
         tasks = tasks.filter(updated_at__gt=request.status_timestamp_after.ToDatetime(tzinfo=dt_timezone.utc))
     total = tasks.count()
     if request.page_token:
-        token = request.page_token
-        if not (token.isascii() and token.isdigit() and len(token) <= 18):  # a task number, as bigint holds
-            raise of_domain(InvalidRequest("Bad pageToken.", fields={"pageToken": [
-                "The nextPageToken of the page before."]}))
-        tasks = tasks.filter(number__lt=int(request.page_token))
-    page = list(with_shown_status(tasks.select_related("creator", "superseded_by"), now).order_by("-number")[:size + 1])
+        changed, number = after_token(request.page_token)
+        tasks = tasks.filter(Q(updated_at__lt=changed) | Q(updated_at=changed, number__lt=number))
+    page = list(with_shown_status(tasks.select_related("creator", "superseded_by"), now)
+                .order_by("-updated_at", "-number")[:size + 1])
     more, page = len(page) > size, page[:size]
     shown = history_length(request)
     found = [as_task(member.space, TaskSerializer(task).data, history_length=0 if shown is None else shown,
                      artifacts=request.include_artifacts) for task in page]
     return pb.ListTasksResponse(tasks=found, page_size=size, total_size=total,
-                                next_page_token=str(page[-1].number) if more else "")
+                                next_page_token=page_token(page[-1]) if more else "")
+
+
+def page_token(task: Task) -> str:
+    """Where the next page starts: below this task's change time (microseconds) and number."""
+    changed = task.updated_at - EPOCH
+    return f"{changed // timedelta(microseconds=1)}-{task.number}"
+
+
+def after_token(token: str) -> tuple[datetime, int]:
+    changed, _, number = token.partition("-")
+    try:
+        if all(part.isascii() and part.isdigit() and len(part) <= 18 for part in (changed, number)):  # bigints
+            return EPOCH + timedelta(microseconds=int(changed)), int(number)
+    except OverflowError:  # past the year 9999
+        pass
+    raise of_domain(InvalidRequest("Bad pageToken.", fields={"pageToken": ["The nextPageToken of the page before."]}))
 
 
 def get_extended_card(caller: Caller, request: pb.GetExtendedAgentCardRequest) -> pb.AgentCard:

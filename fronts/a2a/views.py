@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 from a2a.types import a2a_pb2 as pb
 from a2a.utils import errors as a2a
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from google.api.field_behavior_pb2 import REQUIRED, field_behavior
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from rest_framework.permissions import AllowAny
@@ -79,7 +80,32 @@ OPERATIONS: dict[str, Operation] = {
 
 
 def as_json(message: Message) -> dict[str, Any]:
-    return json_format.MessageToDict(message)
+    """A message's JSON form with its REQUIRED fields (``field_behavior``) shown even when empty
+    (``"tasks": []``, ``"nextPageToken": ""``): protobuf's JSON leaves an empty field out, and
+    A2A's clients look for a required one."""
+    return with_required(message, json_format.MessageToDict(message))
+
+
+def with_required(message: Message, shown: dict[str, Any]) -> dict[str, Any]:
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            continue
+        if field.is_repeated:
+            if field.message_type is not None and field.json_name in shown:
+                shown[field.json_name] = [with_required(item, part)
+                                          for item, part in zip(value, shown[field.json_name])]
+            elif field.json_name not in shown and REQUIRED in field.GetOptions().Extensions[field_behavior]:
+                shown[field.json_name] = []
+        elif field.message_type is not None:
+            if field.json_name in shown and isinstance(shown[field.json_name], dict) \
+                    and not field.message_type.full_name.startswith("google.protobuf."):
+                with_required(value, shown[field.json_name])
+        elif field.json_name not in shown and not field.has_presence \
+                and REQUIRED in field.GetOptions().Extensions[field_behavior]:
+            shown[field.json_name] = json_format.MessageToDict(
+                message, always_print_fields_with_no_presence=True)[field.json_name]
+    return shown
 
 
 def base_url(request) -> str:

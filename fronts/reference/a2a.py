@@ -30,9 +30,14 @@ def a2a_section() -> dict:
                     "integral one (1.0) is taken where an integer is expected",
             "idempotency": "messageId is the create's Idempotency-Key: a retried message answers the same task",
             "converge": "work another task holds answers that task with metadata.spaces.outcome = redirect",
-            "note": "a message with taskId adds a note to that task",
+            "note": "a message with taskId adds a note to that task; the same note again answers the task with "
+                    "metadata.spaces.outcome = redirect",
+            "context": "contextId is the space's slug: a message with another is refused (A2A v1.0: a context the "
+                       "agent cannot take is refused, never replaced)",
             "wait": f"another request creating the same work is waited out (up to {operations.RESERVED_PATIENCE:g} s)",
         },
+        "list": "ListTasks: the last changed first (status timestamp, descending), pageSize the page's size "
+                "(asked, or 50), pageToken the nextPageToken of the page before",
         "states": {status: pb.TaskState.Name(state) for status, state in STATES.items()}
                   | {"superseded": "the survivor's"},
         "streams": "SendStreamingMessage and SubscribeToTask: the Task, then a status update per event of its history "

@@ -71,6 +71,17 @@ def test_a_message_creates_a_task_once_and_a_paraphrase_of_catalogued_work_conve
     assert task.title == "Benchmark harness for code-review agents" and task.body == "It scores review comments."
 
 
+def test_a_context_other_than_the_spaces_is_refused_and_nothing_is_written(writer):
+    """A2A v1.0: a client's context the agent cannot take is refused, never answered in another."""
+    sent = message("Write the onboarding guide")
+    sent["message"]["contextId"] = "a-context-of-the-clients"
+    error = rpc(writer, "SendMessage", sent)["error"]
+    assert error["code"] == -32602 and "contextId" in problem(error)["fields"]
+    assert not Task.objects.exists()
+    sent["message"]["contextId"] = "agent-lab"  # the space's own: taken
+    assert rpc(writer, "SendMessage", sent)["result"]["task"]["contextId"] == "agent-lab"
+
+
 def test_the_same_message_over_the_other_binding_is_the_same_task(writer):
     sent = message("Write the onboarding guide", message_id="m-both")
     over_rpc = rpc(writer, "SendMessage", sent)["result"]["task"]
@@ -102,16 +113,27 @@ def test_get_list_and_a_note(writer, steward):
     assert all(m["role"] == "ROLE_AGENT" for m in got["history"])
     working = rpc(writer, "ListTasks", {"status": "TASK_STATE_WORKING"})["result"]
     assert [t["id"] for t in working["tasks"]] == ["2"] and working["totalSize"] == 1
-    page = rpc(writer, "ListTasks", {"pageSize": 1})["result"]
-    assert [t["id"] for t in page["tasks"]] == ["2"] and page["nextPageToken"] == "2"
-    rest = rpc(writer, "ListTasks", {"pageSize": 1, "pageToken": "2"})["result"]
-    assert [t["id"] for t in rest["tasks"]] == ["1"] and not rest.get("nextPageToken")
+    page = rpc(writer, "ListTasks", {"pageSize": 1})["result"]  # the last changed first (A2A v1.0)
+    assert [t["id"] for t in page["tasks"]] == ["2"] and page["nextPageToken"]
+    rest = rpc(writer, "ListTasks", {"pageSize": 1, "pageToken": page["nextPageToken"]})["result"]
+    assert [t["id"] for t in rest["tasks"]] == ["1"] and rest["nextPageToken"] == "" and rest["pageSize"] == 1
+    none = rpc(writer, "ListTasks", {"status": "TASK_STATE_COMPLETED"})["result"]
+    assert none == {"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 0}  # required fields shown
+    for bad in ({"pageToken": "2"}, {"pageToken": "9" * 18 + "-1"}, {"historyLength": -1}):
+        assert rpc(writer, "ListTasks", bad)["error"]["code"] == -32602, bad
+    assert rpc(writer, "GetTask", {"id": "1", "historyLength": -1})["error"]["code"] == -32602
     since = Task.objects.get(number=1).updated_at.isoformat().replace("+00:00", "Z")
     changed = rpc(writer, "ListTasks", {"statusTimestampAfter": since})["result"]
     assert [t["id"] for t in changed["tasks"]] == ["2"]  # assigned after task 1 last changed
+    steward.api.post(f"{S}/tasks/1/assign", {"member": writer.member.pk})
+    assert [t["id"] for t in rpc(writer, "ListTasks", {})["result"]["tasks"]] == ["1", "2"]
     noted = rpc(writer, "SendMessage", message("Started on it.", task_id="1"))["result"]["task"]
     assert noted["id"] == "1" and noted["metadata"]["spaces"]["outcome"] == "noted"
     assert writer.api.get(f"{S}/tasks/1/notes").json()["results"][0]["body"] == "Started on it."
+    again = rpc(writer, "SendMessage", message("Started on it.", task_id="1"))["result"]["task"]  # a new message id
+    assert again["metadata"]["spaces"]["outcome"] == "redirect"  # answered by the note already left
+    assert again["metadata"]["spaces"]["note"] == noted["metadata"]["spaces"]["note"]
+    assert len(writer.api.get(f"{S}/tasks/1/notes").json()["results"]) == 1
     missing = rpc(writer, "GetTask", {"id": "99"})["error"]
     assert missing["code"] == -32001 and problem(missing)["error"] == "not_found"
 
