@@ -93,12 +93,18 @@ def test_the_apps_never_import_a_front():
     assert {name: targets for name, targets in offenders.items() if targets} == {}
 
 
+def production_files() -> list[Path]:
+    """The project's own modules: no tests, benchmarks, migrations, vendored kit or environments."""
+    left_out = {"tests", "benchmarks", "migrations", "third_party"}
+    return [path for path in ROOT.rglob("*.py") if not any(
+        part in left_out or part.startswith(".") for part in path.relative_to(ROOT).parts)]
+
+
 def test_the_tasks_app_is_under_three_tenths_of_production_code():
     def lines(paths) -> int:
         return sum(len(path.read_text().splitlines()) for path in paths)
 
-    production = [path for path in ROOT.rglob("*.py")
-                  if not {"tests", "benchmarks", "migrations", ".venv", ".postgres"} & set(path.relative_to(ROOT).parts)]
+    production = production_files()
     tasks = [path for path in production if path.relative_to(ROOT).parts[0] == "tasks"]
     assert lines(tasks) / lines(production) < 0.30
 
@@ -109,8 +115,7 @@ TRANSACTION_STATE = re.compile(r"\b(atomic_blocks|get_autocommit|set_autocommit|
 def test_no_module_reads_or_changes_the_transactions_state():
     """One transaction mode, decided by the runner (docs/architecture.md): no production module
     reads or toggles the transaction's state by hand."""
-    production = [path for path in ROOT.rglob("*.py")
-                  if not {"tests", "benchmarks", "migrations", ".venv", ".postgres"} & set(path.relative_to(ROOT).parts)]
+    production = production_files()
     found = [(str(path.relative_to(ROOT)), match.group(0)) for path in production
              for match in TRANSACTION_STATE.finditer(path.read_text())]
     assert found == []
