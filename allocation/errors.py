@@ -1,7 +1,7 @@
-"""Allocation and idempotency refusals (SPEC §4, §7.1)."""
+"""Allocation refusals (SPEC §4)."""
 from __future__ import annotations
 
-from common.refusals import DomainError, IdempotencyKeyReused
+from common.refusals import DomainError
 
 RESERVED_RETRY_AFTER_MS = 200
 
@@ -41,17 +41,3 @@ class UnknownWorkItem(DomainError):
     http_status = 422
     title = "Unknown work item"
     meaning = "`work_item_id` is not a row of this space's catalog; `valid_work_item_ids` lists the catalog."
-
-
-class IdempotencyInProgress(DomainError):
-    code = "idempotency_in_progress"
-    http_status = 409
-    title = "Operation in progress"
-    meaning = "The first request with this Idempotency-Key is still running: retry after `retry_after_ms`."
-
-
-class IdempotencyBindingMismatch(DomainError):
-    code = "idempotency_binding_mismatch"
-    http_status = 409
-    title = "Idempotency binding mismatch"
-    meaning = "This Idempotency-Key was bound to another key generation (rotated key or changed role): use a new key."

@@ -23,16 +23,16 @@ from allocation.binding import (
 )
 from allocation.catalog_index import catalog_index
 from allocation.conflict_keys import ConflictKey, task_target
-from allocation.first_touch import LOCK_KEY
+from idempotency.first_touch import LOCK_KEY
 from allocation.models import (
     TASK_DELIVERY_MODES,
     ConflictCount,
     ConflictKind,
     Occupancy,
-    Operation,
     Reservation,
     SlotHold,
 )
+from idempotency.models import Operation
 from common.refusals import InvalidRequest
 from events import feed
 from common.sql import Cte, Statement, insert_select, insert_unless_conflict, table, with_query
@@ -347,7 +347,7 @@ def reservation_taken() -> Cte:
     the intent's reservation and yields its ``id`` only if it was still the intent's (so
     nothing is created by an intent whose reservation lapsed and was taken over) and the key is
     not occupied. Parameters: reservation, space, kind, target, delivery_mode, and the unit's
-    ``lock_params()`` (``allocation.runner.UnitOfWork``)."""
+    ``lock_params()`` (``commands.unit.UnitOfWork``)."""
     # The same statement takes the unit's liveness lock again (its new transaction's first
     # write): a unit whose operation another attempt took over in between writes nothing.
     lock = LOCK_KEY.format(member="%(lock_member)s", key="%(lock_key)s")

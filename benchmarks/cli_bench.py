@@ -34,7 +34,7 @@ def main() -> None:
     args = parser.parse_args()
     url = fresh_database()
     from spaces import services
-    from allocation.runner import in_unit
+    from commands.unit import in_unit
     from tasks.services import create_task
 
     space = services.create_space(slug="bench", name="Bench")

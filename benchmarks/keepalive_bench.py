@@ -54,7 +54,7 @@ def main() -> None:
     ensure_wrk()
     url = fresh_database()
     from spaces import services
-    from allocation.runner import in_unit
+    from commands.unit import in_unit
     from tasks.services import create_task
 
     space = services.create_space(slug="keepalive", name="keepalive")

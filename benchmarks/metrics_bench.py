@@ -24,7 +24,7 @@ from benchmarks.common import fresh_database, gunicorn, refresh_statistics  # no
 
 
 def add_spaces(first: int, last: int, tasks: int) -> None:
-    from allocation.runner import in_transaction, in_unit
+    from commands.unit import in_transaction, in_unit
     from spaces import services
     from tasks import claims
     from tasks.commands import create_in_two_phases

@@ -18,7 +18,7 @@ class Export(models.Model):
 
     space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+")
     requested_by = SpaceForeignKey("spaces.Member", null=True, on_delete=models.SET_NULL, related_name="+")
-    operation = SpaceForeignKey("allocation.Operation", on_delete=models.PROTECT, related_name="exports")
+    operation = SpaceForeignKey("idempotency.Operation", on_delete=models.PROTECT, related_name="exports")
     # The tuple the export was reserved with; a share opens only for a completion under it.
     reserved_fingerprint = models.CharField(max_length=64)
     reserved_generation = models.PositiveIntegerField()

@@ -28,14 +28,14 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from allocation.models import (
+from idempotency.models import (
     ObservationKind,
     ObservationVerdict,
     Operation,
     OperationObservation,
     OperationState,
 )
-from allocation.settlement import Report, observe, open_operation
+from idempotency.settlement import Report, observe, open_operation
 from common.refusals import NotFound
 from spaces.models import ApiKey, Member, Space
 from spaces.services import hash_secret

@@ -108,7 +108,7 @@ def spend_gauge(now, slugs: dict[int, str]) -> GaugeMetricFamily:
 
 
 def backlog_gauges(now) -> Iterator[GaugeMetricFamily]:
-    from allocation.models import OperationState
+    from idempotency.models import OperationState
     from exports.models import Export
     from webhooks.models import Delivery, DeliveryState
 

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "spaces",
     "events",
     "allocation",
+    "idempotency",
     "tasks",
     "exports",
     "webhooks",
@@ -76,7 +77,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "spaces.browser_middleware.AdminContentSecurityPolicyMiddleware",
     "spaces.browser_middleware.AdminLoginThrottleMiddleware",
-    "allocation.middleware.UnitOfWorkMiddleware",
+    "fronts.rest.middleware.UnitOfWorkMiddleware",
 ]
 
 ROOT_URLCONF = "settings.urls"

@@ -193,7 +193,7 @@ def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:
     The wait keeps nothing: the lock it waited for is taken in a savepoint that is rolled back,
     and PostgreSQL lets go of a row lock when the savepoint it was taken in is rolled back. A
     ``next`` that kept the row of one round while it waited in the next round could wait for
-    another that waits for it (lock order: allocation.runner)."""
+    another that waits for it (lock order: commands.unit)."""
     queue = ready_queue(space.pk, labels).select_for_update(of=("self",), no_key=True)
     waited = transaction.savepoint()
     try:

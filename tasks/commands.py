@@ -1,6 +1,6 @@
 """The task commands: one per action, the same for every front (REST, MCP, the admin).
 
-Each command (``spaces.commands.Command``) owns what an action needs beyond its service: the
+Each command (``commands.base.Command``) owns what an action needs beyond its service: the
 role it takes, its input, its lookups (the task by number, the survivor, the attempt), its
 refusals and the shape of its reply. REST views and MCP tools are thin adapters: they find
 the caller and the unit of work, call the command and send its reply as it is. ``tests/test_every_command_alike.py`` walks every command
@@ -12,12 +12,12 @@ from typing import Any
 
 from allocation import services as allocation
 from allocation.serializers import BindSerializer, HoldSerializer
-from allocation.runner import UnitOfWork
+from commands.unit import UnitOfWork
 from common.refusals import DomainError, NotFound
 from costs.services import Cost, check_space_budget
 from spaces.models import Member, Role, Space
 from spaces.catalog import normalize_work_item_id
-from spaces.commands import Reply, command, validated
+from commands.base import Reply, command, validated
 from spaces.selectors import get_member
 from tasks import attempts, claims, graph, lapses, selectors, services, similarity, stewardship, waiting
 from tasks.errors import SurvivorInvalid
@@ -64,14 +64,14 @@ def task_and(task: Task, **parts: Any) -> dict:
 # --- Creating work (SPEC §4) -----------------------------------------------------------------
 
 
-# A create is a two-phase command (allocation.runner): the reservation commits before the
+# A create is a two-phase command (commands.unit): the reservation commits before the
 # mutation (SPEC §4.5), which commits with the unit and its answer. The services do each phase's
 # work given their inputs; the phases and the unit's lock are decided here.
 
 
 def create_in_two_phases(*, unit: UnitOfWork, space: Space, actor: Member, **fields: Any) -> Task:
     """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6. The one
-    create every front and the suite run (``allocation.runner.in_unit`` for the suite)."""
+    create every front and the suite run (``commands.unit.in_unit`` for the suite)."""
     intent = services.reserve_task(space=space, actor=actor, operation=unit.operation, **fields)
     unit.commit_phase(hold=False)  # the mutation statement takes the unit's lock again
     return mutate(unit, intent)
@@ -203,7 +203,7 @@ def claim_next(member: Member, *, unit: UnitOfWork, labels: list[str]) -> tuple[
     A next that meets a claim past its expiry records the lapse (SPEC §15) in a phase of its
     own: the lapse commits, then the claim runs in the unit's next phase. So no next holds a
     lapsed task's row while it waits for a row another transaction holds (the lock order of
-    ``allocation.runner``)."""
+    ``commands.unit``)."""
     for _ in range(claims.NEXT_ROUNDS):
         claimed = claims.claim_next_task(space=member.space, member=member, labels=labels)
         if claimed is not claims.LAPSES_DUE:

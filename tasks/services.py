@@ -21,7 +21,8 @@ from django.utils import timezone
 from allocation import services as allocation
 from allocation.catalog_index import current_catalog_version
 from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
-from allocation.models import ConflictKind, DeliveryMode, Operation
+from allocation.models import ConflictKind, DeliveryMode
+from idempotency.models import Operation
 from common.refusals import DomainError
 from operations import tracing
 from spaces.models import Member, Role, Space

@@ -52,7 +52,7 @@ def member_with_key(space: Space, role: str, name: str | None = None) -> tuple[M
 
 def create_task(**arguments):
     """A task created as a request would create it: in a unit of work of its own."""
-    from allocation.runner import in_unit
+    from commands.unit import in_unit
     from tasks.commands import create_in_two_phases
 
     return in_unit(create_in_two_phases, **arguments)

@@ -8,9 +8,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from allocation.runner import in_transaction, in_unit
+from commands.unit import in_transaction, in_unit
 from allocation.conflict_keys import ConflictKey
-from allocation.models import Occupancy, Operation, Reservation, SlotHold
+from allocation.models import Occupancy, Reservation, SlotHold
+from idempotency.models import Operation
 from allocation.services import reserve
 from spaces.models import ApiKey, CharterItem, Member
 from spaces.services import authenticate_key
@@ -40,7 +41,7 @@ def test_every_page_renders(admin_client, space, steward):
     for url in ["/admin/", "/admin/spaces/space/", f"/admin/spaces/space/{space.pk}/change/", "/admin/spaces/member/",
                 f"/admin/spaces/member/{steward.member.pk}/change/", "/admin/spaces/apikey/", "/admin/spaces/post/",
                 "/admin/tasks/task/", f"/admin/tasks/task/{task.pk}/change/", "/admin/allocation/reservation/",
-                "/admin/allocation/occupancy/", "/admin/allocation/operation/", "/admin/allocation/slothold/",
+                "/admin/allocation/occupancy/", "/admin/idempotency/operation/", "/admin/allocation/slothold/",
                 f"/admin/spaces/space/{space.pk}/bind/", "/admin/events/event/", "/admin/events/event/?numbered=yes"]:
         assert admin_client.get(url).status_code == 200, url
 
@@ -209,7 +210,7 @@ def test_expire_now_on_reservations_and_operations(admin_client, space, writer):
     assert not Reservation.objects.exists()
     writer.api.post("/v1/spaces/agent-lab/posts", {"body": "x"}, headers={"Idempotency-Key": "k"})
     Operation.objects.update(state="in_progress")
-    action(admin_client, "allocation/operation", "expire_now", list(Operation.objects.values_list("pk", flat=True)))
+    action(admin_client, "idempotency/operation", "expire_now", list(Operation.objects.values_list("pk", flat=True)))
     assert Operation.objects.get().state == "unknown"
 
 
@@ -351,7 +352,7 @@ def test_the_label_filter_offers_every_label_a_task_carried_and_reads_no_task(ad
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from allocation.runner import in_unit
+    from commands.unit import in_unit
     from spaces.services import create_space
     from tasks import services as task_services
     from tests.factories import member_with_key

@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from allocation.runner import in_transaction
+from commands.unit import in_transaction
 from allocation.conflict_keys import ConflictKey
-from allocation.models import Operation, Reservation
+from allocation.models import Reservation
+from idempotency.models import Operation
 from allocation.services import reserve
 from tasks.models import Task
 from tests.conftest import load_agent_lab

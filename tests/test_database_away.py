@@ -42,7 +42,7 @@ def test_a_connection_whose_protocol_state_went_wrong_answers_503_not_500(stewar
     """Through a pooler whose server connection went away mid-exchange, psycopg raises
     InternalError ("received 2 results from command 'BEGIN'"): SPEC §3's 503, never 500."""
     broken = InternalError("received 2 results from command 'BEGIN'")
-    with mock.patch("allocation.runner.touch_first", side_effect=broken):
+    with mock.patch("commands.unit.touch_first", side_effect=broken):
         keyed = steward.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": "k1"})
     assert keyed.status_code == 503 and keyed.json()["error"] == "service_unavailable", keyed.content
     assert keyed.headers["Retry-After"] == "2"

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from django.core.management import call_command
 
-from spaces.commands import COMMANDS
+from commands.base import COMMANDS
 from tasks import commands as task_commands  # noqa: F401  (registers the task commands)
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key

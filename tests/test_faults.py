@@ -27,7 +27,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from allocation.models import Operation, OperationState, Reservation
+from allocation.models import Reservation
+from idempotency.models import Operation, OperationState
 from spaces import services as space_services
 from tasks.models import Attempt, Claim, Task
 from tests.conftest import load_agent_lab

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from allocation.models import Operation
+from idempotency.models import Operation
 from spaces.models import ApiKey, Space
 from tasks.models import Task
 from tests.live_server import gunicorn

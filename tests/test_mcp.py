@@ -122,7 +122,7 @@ def test_a_keys_tool_list_is_what_its_role_may_call_in_under_10_kb_for_a_writer(
     """What an agent's context pays for on every connection (issue: 19.7 KB for every key): a
     reader is shown reads, a writer no steward's tools, in at most 10 KB; a tool not shown is still
     refused as over REST (403), and every schema says its arguments without pydantic's titles."""
-    from spaces.commands import COMMANDS
+    from commands.base import COMMANDS
 
     space = load_agent_lab()
     keys = {role: member_with_key(space, role, f"a-{role}")[1] for role in ("reader", "writer", "steward")}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from allocation.runner import Answer
+from commands.unit import Answer
 from common.refusals import DomainError
 from fronts.a2a.errors import of_domain, refused
-from fronts.running import Caller, run_command
-from spaces.commands import Command
+from commands.running import Caller, run_command
+from commands.base import Command
 
 FRONT = "a2a"  # an operation's path is /a2a/<command>: the same message over either binding replays
 

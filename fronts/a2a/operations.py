@@ -1,6 +1,6 @@
 """The A2A operations (SPEC §18), whichever binding carried them: each is a thin adapter over
 the same commands as REST and MCP (``tasks.commands``), run by the same runner, with the same
-role checks and refusals (``fronts.running``); a refusal is raised as an A2A error.
+role checks and refusals (``commands.running``); a refusal is raised as an A2A error.
 """
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from a2a.types import a2a_pb2 as pb
 from django.db.models import Q
 from django.utils import timezone
 
-from allocation.runner import Answer
+from commands.unit import Answer
 from common.refusals import DomainError, InvalidRequest
 from fronts.a2a import messages, push
 from fronts.a2a.answers import FRONT, answered
 from fronts.a2a.errors import of_domain, refused
 from fronts.a2a.card import agent_card
 from fronts.a2a.tasks import as_task, statuses_of
-from fronts.running import Caller, run_command
-from spaces.commands import Command
+from commands.running import Caller, run_command
+from commands.base import Command
 from spaces.models import Role
 from spaces.permissions import role_refusal
 from tasks import commands

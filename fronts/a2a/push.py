@@ -1,6 +1,6 @@
 """A2A push notification configs (SPEC §18) over ``webhooks.push``, and the body they deliver.
 
-Each operation is a command run by the same runner as every other (``fronts.running``): the
+Each operation is a command run by the same runner as every other (``commands.running``): the
 writer's role, the task's ``404``, an address refused as a webhook's is (``422`` naming ``url``).
 A delivery is a ``StreamResponse``: the Task itself once it has ended (with a completed task's
 artifact), else a status update naming the event; signed as every webhook is, and carrying the
@@ -20,8 +20,8 @@ from common.refusals import DomainError
 from fronts.a2a.answers import answered
 from fronts.a2a.errors import of_domain
 from fronts.a2a.tasks import TERMINAL, as_task, struct
-from fronts.running import Caller
-from spaces.commands import Command, Reply
+from commands.running import Caller
+from commands.base import Command, Reply
 from spaces.models import Member, Role
 from tasks import selectors
 from tasks.models import Task
@@ -66,7 +66,7 @@ def _delete(member: Member, *, unit: Any, number: str, push_id: str) -> Reply:
 
 
 # The A2A front's own commands: a requester's push configs have no REST or MCP twin (a steward's
-# webhooks are theirs), so they are not in spaces.commands.COMMANDS.
+# webhooks are theirs), so they are not in commands.base.COMMANDS.
 CREATE = Command("a2a_push_create", Role.WRITER, _create)
 READ = Command("a2a_push_read", Role.WRITER, _read, mutates=False)
 DELETE = Command("a2a_push_delete", Role.WRITER, _delete)

@@ -18,7 +18,7 @@ from events import feed
 from events.models import FeedCounter
 from fronts.a2a.operations import task_body
 from fronts.a2a.tasks import TERMINAL, as_task, struct
-from fronts.running import Caller
+from commands.running import Caller
 
 KEEP_ALIVE = None  # what the stream yields when it has nothing to say for a while
 

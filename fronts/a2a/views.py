@@ -32,7 +32,7 @@ from fronts.a2a.card import agent_card
 from fronts.a2a.errors import Refusal, jsonrpc_body, protocol, rest_body
 from fronts.a2a.inputs import from_query, parsed
 from fronts.mcp.http import AnswersInJson
-from fronts.running import Caller
+from commands.running import Caller
 from spaces.auth import ApiKeyAuthentication, bearer_token
 from spaces.models import Space
 from spaces.permissions import IsMember

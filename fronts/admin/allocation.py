@@ -11,16 +11,16 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from allocation import services
-from allocation.idempotency import expire_operations
+from idempotency.services import expire_operations
 from allocation.conflict_keys import task_target
 from allocation.models import (
     TASK_DELIVERY_MODE_CHOICES,
     ConflictKind,
     Occupancy,
-    Operation,
     Reservation,
     SlotHold,
 )
+from idempotency.models import Operation
 from common.refusals import DomainError
 from fronts.admin.spaces import SpaceAdmin
 from spaces.models import CharterItem, Space
@@ -143,7 +143,7 @@ class SlotHoldAdmin(ReadOnlyAdmin):
     def release(self, request, queryset) -> None:
         """The API's ``release_slot`` command, run as the task actions are: under the staff user's
         steward member, in a unit of work of its own."""
-        from allocation.runner import in_unit
+        from commands.unit import in_unit
         from spaces.services import steward_for_admin_user
         from tasks import commands  # tasks holds the hold commands (and the history they write)
 
@@ -168,7 +168,7 @@ class OperationAdmin(ReadOnlyAdmin):
     actions = ["expire_now"]
 
     def has_expire_permission(self, request) -> bool:
-        return request.user.has_perm("allocation.change_operation")
+        return request.user.has_perm("idempotency.change_operation")
 
     @admin.action(description="Expire now (end the lease: the operation becomes retryable)", permissions=["expire"])
     def expire_now(self, request, queryset) -> None:

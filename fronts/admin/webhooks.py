@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.utils.html import format_html, format_html_join
 
-from allocation.runner import in_unit
+from commands.unit import in_unit
 from common.refusals import DomainError
 from spaces.services import steward_for_admin_user
 from webhooks import services

@@ -17,11 +17,11 @@ from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
-from allocation.runner import in_unit
+from commands.unit import in_unit
 from common import json_input
 from common.problems import problem_response
 from common.refusals import DomainError, Forbidden, MalformedJson, NotFound
-from spaces.commands import Command
+from commands.base import Command
 from spaces.models import Space
 from spaces.services import steward_for_admin_user
 from tasks import commands, selectors

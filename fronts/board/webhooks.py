@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from allocation.runner import in_unit
+from commands.unit import in_unit
 from common.refusals import DomainError, Forbidden, NotFound
 from fronts.admin.webhooks import failed_first
 from spaces.models import Space

@@ -118,7 +118,7 @@ class MCPEndpoint(APIView):
 
     def answer(self, request: Request) -> HttpResponse:
         from fronts.mcp.tools import CALLER
-        from fronts.running import Caller
+        from commands.running import Caller
 
         raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) or ""
         token = CALLER.set(Caller(member=request.user, raw_key=raw_key, key_id=request.auth.pk))

@@ -29,10 +29,10 @@ from mcp.types import CallToolResult, TextContent
 
 from common.refusals import DomainError, InvalidRequest
 from common.version import project_version
-from fronts.running import Caller, answer_of, run_command
+from commands.running import Caller, answer_of, run_command
 from costs import commands as cost_commands
 from spaces import commands as space_commands
-from spaces.commands import COMMANDS, Command
+from commands.base import COMMANDS, Command
 from spaces.models import Member, Role
 from spaces.permissions import role_refusal
 from events import feed
@@ -100,7 +100,7 @@ def answered(fn: Callable[..., Any], arguments: dict[str, Any]) -> CallToolResul
 
 
 TOOLS: dict[str, Callable[..., Any]] = {}
-# The role each tool needs: its command's (spaces.commands.COMMANDS, the role the command
+# The role each tool needs: its command's (commands.base.COMMANDS, the role the command
 # checks), or a reader's for the reads that are no command (``read_result`` checks READER).
 TOOL_ROLES: dict[str, str] = {}
 

@@ -60,7 +60,7 @@ def allocation_section() -> dict:
 def settlement_section() -> dict:
     from django.conf import settings
 
-    from allocation.settlement import WARNINGS_PER_RECORD_PER_DAY
+    from idempotency.settlement import WARNINGS_PER_RECORD_PER_DAY
 
     return {
         "summary": "Every POST may carry an Idempotency-Key: the first touch stores (key, request fingerprint, "

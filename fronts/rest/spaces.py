@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from common.idempotency_keys import check_idempotency_key
 from spaces import commands, errors, selectors, services
-from spaces.commands import Command
+from commands.base import Command, validated
 from spaces import serializers as s
 from fronts.rest.pagination import IdCursorPagination, PositionCursorPagination
 from fronts.rest.schema import page_of
@@ -51,8 +51,8 @@ class ApiView(APIView):
 
     def no_input(self) -> None:
         """A method that takes no body refuses one with fields, as a command without input does
-        (``spaces.commands.validated``)."""
-        commands.validated(None, self.request.data)
+        (``commands.base.validated``)."""
+        validated(None, self.request.data)
 
 
 class SpaceView(ApiView):

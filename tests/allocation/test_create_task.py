@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from allocation.runner import in_transaction
+from commands.unit import in_transaction
 from allocation.conflict_keys import ConflictKey
 from allocation.models import Occupancy, Reservation, SlotHold
 from allocation.services import expire_reservations, reserve

@@ -13,7 +13,8 @@ from collections import Counter, defaultdict
 import httpx
 import pytest
 
-from allocation.models import Occupancy, Operation, Reservation
+from allocation.models import Occupancy, Reservation
+from idempotency.models import Operation
 from spaces.models import Space
 from tasks.models import Task
 from tests.conftest import load_agent_lab
@@ -106,7 +107,7 @@ CRASH_AFTER_RESERVE = """
 import os, sys, time
 import django
 django.setup()
-from allocation.runner import UnitOfWork
+from commands.unit import UnitOfWork
 from spaces.models import Member
 from tests.factories import create_task
 

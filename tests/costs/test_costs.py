@@ -159,7 +159,7 @@ def test_costs_group_a_period_and_give_the_cost_per_accepted_outcome(space, writ
 def test_many_reports_at_once_sum_exactly_in_the_database():
     """Threads report on their own claims at once: the month's total is the sum of every claim's
     last report, to the micro-dollar, whatever the interleaving."""
-    from allocation.runner import in_transaction, in_unit
+    from commands.unit import in_transaction, in_unit
     from spaces import services
     from tasks import claims as claim_services
     from tasks.commands import heartbeat
@@ -197,7 +197,7 @@ def test_many_reports_at_once_sum_exactly_in_the_database():
 def race_against_a_budget(slug: str, *, agents: int, tasks: int, work) -> tuple[object, list[str]]:
     """``agents`` threads against a space of 1 USD a month: each calls ``next`` until refused (the
     refusals' codes are answered), running ``work(member, number)`` on each task it is handed."""
-    from allocation.runner import in_unit
+    from commands.unit import in_unit
     from common.refusals import DomainError
     from spaces import services
     from tasks.commands import next_task
@@ -238,7 +238,7 @@ def test_a_spaces_budget_holds_while_agents_race():
     """Eight agents claim, report 0.3 USD and give back, over and over, against a 1 USD month:
     every one is refused in the end, and the space passes its budget by no more than the claims
     in flight (one an agent) could spend."""
-    from allocation.runner import in_unit
+    from commands.unit import in_unit
     from tasks.commands import give_back
     from tasks.models import Claim
 
@@ -257,7 +257,7 @@ def test_sixteen_agents_reporting_as_they_go_pass_the_spaces_budget_by_one_repor
     to 0.5), and stops when told (a heartbeat's 409: it gives the claim back). Against a 1 USD
     month, holders are told once the space's spend reaches it and ``next`` counts the claims in
     flight, so the space passes its budget by at most one report (0.05) a claim in flight."""
-    from allocation.runner import in_unit
+    from commands.unit import in_unit
     from common.refusals import DomainError
     from tasks.commands import give_back, heartbeat
 

@@ -17,8 +17,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from allocation.models import ObservationKind, Operation, OperationObservation
-from allocation.settlement import Report, observe
+from idempotency.models import ObservationKind, Operation, OperationObservation
+from idempotency.settlement import Report, observe
 from exports.models import Export, ExportChunk, ExportResult
 from exports.services import drain_exports
 from tasks.models import Claim, Notification, Task, TaskEvent

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from allocation.models import Operation
+from idempotency.models import Operation
 from spaces.models import ApiKey
 from tests.conftest import ApiClient
 

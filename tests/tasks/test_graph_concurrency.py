@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 from django.db import connection, models
 
-from allocation.runner import in_transaction
+from commands.unit import in_transaction
 from common.refusals import DomainError
 from tasks import attempts, claims, graph
 from tasks.models import Dependency, Task, TaskEvent

@@ -209,7 +209,7 @@ def test_a_heartbeat_that_waits_for_the_lock_past_the_expiry_is_claim_lapsed(wri
 @pytest.mark.django_db(transaction=True)
 def test_a_next_records_a_lapse_before_it_claims_and_holds_no_lapsed_row_while_it_waits(writer, writer2, space):
     """A next that meets a claim past its expiry records the lapse in a phase of its own, which
-    commits before the claim (allocation.runner: two phases, lock order). So while that next waits
+    commits before the claim (commands.unit: two phases, lock order). So while that next waits
     for a ready row another transaction holds, the lapse is already recorded for everyone and the
     lapsed task's row is free: two nexts each holding a lapsed row while waiting for the other's
     would wait for ever."""

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from django.db import connection, transaction
 
-from allocation.runner import in_transaction
+from commands.unit import in_transaction
 from tasks import claims
 from tasks.models import Claim, Task, TaskEvent
 from tests.factories import create_task

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from allocation.runner import in_transaction
+from commands.unit import in_transaction
 from tasks.claims import claim_next_task
 from tasks.serializers import ClaimSerializer, TaskDetailSerializer, TaskSerializer
 

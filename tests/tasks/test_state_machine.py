@@ -18,7 +18,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from allocation.runner import in_transaction
+from commands.unit import in_transaction
 from common.refusals import DomainError
 from spaces import services as space_services
 from tasks import attempts, claims

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from allocation.idempotency import expire_operations, purge_operations
+from idempotency.services import expire_operations, purge_operations
 from allocation.services import expire_reservations, purge_conflict_counts
 from common.loops import add_give_up_argument, positive_seconds, run_loop
 from events import feed

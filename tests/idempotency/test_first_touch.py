@@ -1,4 +1,4 @@
-"""allocation.first_touch: the API key, the attempt's liveness lock and the operation's first touch
+"""idempotency.first_touch: the API key, the attempt's liveness lock and the operation's first touch
 in one round trip (SPEC §2, §7.1)."""
 import threading
 from datetime import timedelta
@@ -9,9 +9,9 @@ from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocation.first_touch import touch_first
-from allocation.idempotency import settle_operation
-from allocation.models import Operation, OperationState
+from idempotency.first_touch import touch_first
+from idempotency.services import settle_operation
+from idempotency.models import Operation, OperationState
 from spaces import services
 from spaces.models import ApiKey
 from tests.conftest import load_agent_lab

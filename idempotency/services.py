@@ -1,6 +1,6 @@
 """Idempotent operations (SPEC §7.1): the tuple, its checks, settlement of an attempt's answer,
-and the operator's expiry and purge. ``allocation.runner`` runs an attempt; every change
-after the first touch goes through ``allocation.settlement.observe``.
+and the operator's expiry and purge. ``commands.unit`` runs an attempt; every change
+after the first touch goes through ``idempotency.settlement.observe``.
 """
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from allocation import errors
-from allocation.models import (
+from idempotency import errors
+from idempotency.models import (
     ObservationKind,
     ObservationVerdict,
     Operation,
     OperationState,
 )
-from allocation.settlement import Report, lease_seconds, observe
+from idempotency.settlement import Report, lease_seconds, observe
 from spaces.fingerprints import request_fingerprint  # noqa: F401  (the runner's, and join's)
 from spaces.models import ApiKey
 

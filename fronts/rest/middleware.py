@@ -1,4 +1,4 @@
-"""Every mutating request under /v1/ is one unit of work (SPEC §7.1), run by ``allocation.runner``.
+"""Every mutating request under /v1/ is one unit of work (SPEC §7.1), run by ``commands.unit``.
 
 A middleware rather than per-view code, so every route of every app gets the same
 transaction and no view can forget it: the view's work (and, under an ``Idempotency-Key``,
@@ -17,7 +17,7 @@ from typing import Callable
 from django.db import connection
 from django.http import HttpResponse
 
-from allocation.runner import Answer, ClientGone, Idempotent, UnitOfWork, run_unit
+from commands.unit import Answer, ClientGone, Idempotent, UnitOfWork, run_unit
 from common import json_input
 from common.idempotency_keys import check_idempotency_key
 from common.problems import DATABASE_AWAY, PROBLEM_JSON, error_summary, problem_response

@@ -23,8 +23,8 @@ from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from allocation.idempotency import first_touch_row
-from allocation.models import Operation, OperationState
+from idempotency.services import first_touch_row
+from idempotency.models import Operation, OperationState
 from common.rows import instance
 from spaces.key_lookup import (
     forget_prefix, key_columns, key_from_row, key_row_width, key_tables, space_of_prefix, valid_key_params,

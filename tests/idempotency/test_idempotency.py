@@ -6,10 +6,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from allocation.runner import in_transaction
+from commands.unit import in_transaction
 from allocation.conflict_keys import ConflictKey
-from allocation.idempotency import expire_operations, purge_operations, storable
-from allocation.models import Operation, OperationState, Reservation
+from idempotency.services import expire_operations, purge_operations, storable
+from allocation.models import Reservation
+from idempotency.models import Operation, OperationState
 from allocation.services import reserve
 from spaces import services
 from spaces.models import ApiKey
@@ -102,12 +103,12 @@ def test_a_duplicate_of_a_live_attempt_is_409_in_progress_and_changes_nothing(wr
     """The first attempt is alive exactly while its transaction holds the liveness lock."""
     from django.db import connections
 
-    from allocation.first_touch import LOCK_KEY
+    from idempotency.first_touch import LOCK_KEY
 
     live = connections.create_connection("default")  # the first attempt, on a connection of its own
     try:
         live.set_autocommit(False)
-        with live.cursor() as cursor:  # the lock allocation.first_touch takes, on that connection
+        with live.cursor() as cursor:  # the lock idempotency.first_touch takes, on that connection
             cursor.execute(f"SELECT pg_advisory_xact_lock({LOCK_KEY.format(member='%s', key='%s')})",
                            [writer.member.pk, "k1"])
         response = post(writer, "k1")
@@ -124,7 +125,7 @@ def test_a_duplicate_of_a_live_attempt_is_409_in_progress_and_changes_nothing(wr
 def test_an_operation_left_in_progress_runs_again_at_once_whatever_its_lease(writer):
     """A committed in-progress operation (its attempt died between create's two transactions)
     is not waited for: no live attempt holds its lock."""
-    from allocation.idempotency import request_fingerprint
+    from idempotency.services import request_fingerprint
 
     Operation.objects.create(
         space_id=writer.member.space_id, member=writer.member, key="k1", binding_generation=1, method="POST",
@@ -151,7 +152,7 @@ def test_a_transient_409_reserved_stays_retryable(writer, writer2, space):
 
 def test_a_retry_takes_over_its_own_earlier_reservation(writer, space):
     """A crash between reserve and mutate leaves a reservation: the same operation's retry is not blocked by it."""
-    from allocation.idempotency import request_fingerprint
+    from idempotency.services import request_fingerprint
 
     operation = Operation.objects.create(
         space_id=writer.member.space_id, member=writer.member, key="k1", binding_generation=1, method="POST",
@@ -211,8 +212,8 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
     no settled answer; once that attempt is gone, a retry creates the task."""
     from django.db import connections
 
-    from allocation.first_touch import LOCK_KEY
-    from allocation.runner import UnitOfWork
+    from idempotency.first_touch import LOCK_KEY
+    from commands.unit import UnitOfWork
 
     other = connections.create_connection("default")  # the other attempt, on its own connection
     other.set_autocommit(False)
@@ -246,7 +247,7 @@ def test_an_attempt_whose_reservation_a_retry_replaced_says_in_progress_not_rese
     idempotency_in_progress (the retry's work is this request's), never conflict_key_reserved."""
     from django.db import connections
 
-    from allocation.runner import UnitOfWork
+    from commands.unit import UnitOfWork
 
     other = connections.create_connection("default")  # the retry's first transaction
     real_commit = UnitOfWork.commit_phase

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from allocation.idempotency import expire_operations
+from idempotency.services import expire_operations
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from allocation.models import Operation
+from idempotency.models import Operation
 from spaces.models import ApiKey
 from exports.services import drain_exports
 from tests.conftest import ApiClient

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
 
-from allocation.models import (
+from idempotency.models import (
     ObservationKind,
     ObservationVerdict,
     Operation,

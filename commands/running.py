@@ -1,6 +1,6 @@
 """A command run for a front that is not REST (MCP, A2A): the same runner, the same answers.
 
-REST's mutating routes run in the unit the middleware opens (``allocation.middleware``); the
+REST's mutating routes run in the unit the middleware opens (``fronts.rest.middleware``); the
 MCP tools and the A2A operations call ``run_command``, which runs the command as its REST route
 does: a command that changes something as one unit of work, by the same runner, and with an
 idempotency key as an attempt at an operation (SPEC §7.1), so a retry answers with the first
@@ -14,9 +14,9 @@ from typing import Any
 
 from rest_framework.utils.encoders import JSONEncoder
 
-from allocation.runner import Answer, Idempotent, UnitOfWork, run_unit
+from commands.unit import Answer, Idempotent, UnitOfWork, run_unit
 from common.refusals import DomainError, Unauthenticated
-from spaces.commands import Command
+from commands.base import Command
 from spaces.models import Member
 
 

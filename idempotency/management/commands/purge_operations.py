@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from allocation.idempotency import purge_operations
+from idempotency.services import purge_operations
 
 
 class Command(BaseCommand):

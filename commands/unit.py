@@ -5,7 +5,7 @@ tools, the admin's actions and the management commands alike, with or without an
 ``Idempotency-Key``. The runner owns the unit's transaction — ``transaction.atomic(durable=True)``,
 so nothing outside it can hold a transaction open around it — and nothing else commits:
 
-1. with an ``Idempotency-Key``, the first touch (``allocation.first_touch``) authenticates the
+1. with an ``Idempotency-Key``, the first touch (``idempotency.first_touch``) authenticates the
    key, takes the unit's liveness lock and stores or reads the operation; a completed
    operation is replayed; a live attempt of the same operation holds the lock, so this one
    answers ``409 idempotency_in_progress``;
@@ -35,10 +35,10 @@ from typing import Any, Callable, Protocol
 
 from django.db import connection, transaction
 
-from allocation import errors
-from allocation.first_touch import relock, touch_first
-from allocation.idempotency import check_tuple, request_fingerprint, settle_operation
-from allocation.models import Operation, OperationState
+from idempotency import errors
+from idempotency.first_touch import relock, touch_first
+from idempotency.services import check_tuple, request_fingerprint, settle_operation
+from idempotency.models import Operation, OperationState
 from common import gate
 from common.idempotency_keys import check_idempotency_key
 from common.refusals import DomainError
@@ -195,7 +195,7 @@ class UnitOfWork:
 
         A request with this Idempotency-Key and another body may hold the lock for a moment:
         when the operation it is refused by committed after its first touch read, it takes
-        the lock before it can tell (``allocation.first_touch``) and lets go when it refuses,
+        the lock before it can tell (``idempotency.first_touch``) and lets go when it refuses,
         a round trip later. So the unit waits such a moment out (about 150 ms in all) before
         it counts itself overtaken; an attempt that really took the operation over holds the
         lock for its whole work, or has completed it by then."""

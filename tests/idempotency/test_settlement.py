@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from allocation.models import ObservationKind as K
-from allocation.models import Operation, OperationObservation, OperationState
-from allocation.settlement import Report, observe
+from idempotency.models import ObservationKind as K
+from idempotency.models import Operation, OperationObservation, OperationState
+from idempotency.settlement import Report, observe
 
 OK = {"id": 1}
 
