@@ -42,7 +42,7 @@ os.environ.setdefault("SPACES_RUNNING_PER_PROCESS", "1")
 os.environ.setdefault("SPACES_WAITS_PER_PROCESS", str(max(1, threads * 3 // 4)))
 
 
-# Metrics (SPEC §20, operations/metrics.py): each process writes its counters to files in one
+# Metrics (SPEC §20, fronts/operator/metrics.py): each process writes its counters to files in one
 # folder, which a scrape of any worker sums. A fresh folder for each start of the master, so
 # nothing is counted twice across restarts; a worker's files are marked dead when it exits.
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -64,8 +64,8 @@ def on_exit(server) -> None:
 
 
 def post_fork(server, worker) -> None:
-    """Traces (operations/tracing.py, when OTEL_* ask): each worker's own exporter thread."""
-    from operations import tracing
+    """Traces (telemetry/tracing.py, when OTEL_* ask): each worker's own exporter thread."""
+    from telemetry import tracing
 
     tracing.start()
 

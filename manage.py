@@ -13,7 +13,7 @@ def main() -> None:
     from devserver import run_env
 
     run_env.load()  # beside a running bin/run: its database, secret key and debug setting
-    from operations import tracing
+    from telemetry import tracing
 
     tracing.instrument()  # each only when OTEL_* ask for traces
     tracing.start()

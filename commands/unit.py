@@ -42,7 +42,7 @@ from idempotency.models import Operation, OperationState
 from common import gate
 from common.idempotency_keys import check_idempotency_key
 from common.refusals import DomainError
-from operations import counters, tracing
+from telemetry import counters, tracing
 from spaces.models import ApiKey
 from spaces.secrets import SecretAnswer, reissue, without_secret
 

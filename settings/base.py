@@ -63,7 +63,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # Outermost: every request counted, timed and logged as one JSON line (SPEC §20).
-    "operations.requests.RequestTelemetryMiddleware",
+    "fronts.operator.requests.RequestTelemetryMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app folders themselves (no collectstatic step needed), compressed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -203,7 +203,7 @@ LOGGING = {
     # WARNING and up: Django's own "django" logger prints its INFO lines (the autoreloader's
     # "Watching for file changes") itself, and would print each twice through the root here.
     "handlers": {"console": {"class": "logging.StreamHandler", "level": "WARNING"},
-                 # One JSON line per request (operations.requests), as it is.
+                 # One JSON line per request (fronts.operator.requests), as it is.
                  "requests": {"class": "logging.StreamHandler", "formatter": "message"}},
     "formatters": {"message": {"format": "%(message)s"}},
     "root": {"handlers": ["console"], "level": "WARNING"},

@@ -9,7 +9,7 @@ from fronts.board.actions import board_action_view
 from fronts.board.webhooks import webhook_action_view, webhooks_page
 from fronts.home import favicon, home
 from fronts.mcp.http import MCPEndpoint
-from operations.metrics import metrics_view
+from fronts.operator.metrics import metrics_view
 
 # The admin reads as this product, not as Django's.
 admin.site.site_header = "Spaces"

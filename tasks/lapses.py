@@ -22,7 +22,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tasks import wakeups
-from operations import counters
+from telemetry import counters
 from tasks.lifecycle import notify, recompute_status, record_event
 from tasks.models import Claim, ClaimEnd, EventKind, NotificationKind, Task
 

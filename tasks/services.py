@@ -24,7 +24,7 @@ from allocation.conflict_keys import ConflictKey, note_target, payload_sha256
 from allocation.models import ConflictKind, DeliveryMode
 from idempotency.models import Operation
 from common.refusals import DomainError
-from operations import tracing
+from telemetry import tracing
 from spaces.models import Member, Role, Space
 from tasks.errors import NotTaskCreator
 from tasks.lifecycle import check_task_live, check_task_usable, record_event

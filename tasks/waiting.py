@@ -37,7 +37,7 @@ from django.db.models.functions import Now
 
 from common.refusals import RateLimited, ServiceUnavailable
 from events.feed import CHANNEL as FEED_CHANNEL
-from operations import counters
+from telemetry import counters
 from events.feed import Woken
 from events.models import FeedCounter
 from tasks.attempts import checkable_attempts
@@ -112,7 +112,7 @@ class Waiter:
 
     def woken_by(self) -> str | None:
         """The trace (a traceparent) of the change whose notification last woke this space's
-        waiters, when traces are on (operations.tracing links the waited next to it)."""
+        waiters, when traces are on (telemetry.tracing links the waited next to it)."""
         with REGISTRY.lock:
             return REGISTRY.wake_contexts.get(self.space_id)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from operations import tracing
+from telemetry import tracing
 
 CHANNEL = "spaces_work"
 

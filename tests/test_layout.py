@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("allocation", "commands", "common", "costs", "events", "exports", "fronts", "operations", "spaces", "tasks",
-            "webhooks")
-DOMAIN = ("allocation", "common", "costs", "events", "exports", "spaces", "tasks", "webhooks")
+PACKAGES = ("allocation", "commands", "common", "costs", "events", "exports", "fronts", "idempotency", "spaces", "tasks",
+            "telemetry", "webhooks")
+DOMAIN = ("allocation", "common", "costs", "events", "exports", "idempotency", "spaces", "tasks", "webhooks")
 
 
 def module_name(path: Path) -> str:
@@ -133,8 +133,21 @@ def test_services_take_their_inputs_not_the_unit():
     """The unit of work is the runner's, the command layer's and the fronts': the services below
     them take what they need (the operation, the unit's lock as a statement takes it) as inputs,
     so none can end, commit or split a transaction it did not open."""
-    below = [path for package in (*DOMAIN, "operations") for path in (ROOT / package).rglob("*.py")
+    below = [path for package in (*DOMAIN, "telemetry") for path in (ROOT / package).rglob("*.py")
              if not {"migrations", "management"} & set(path.parts) and path.name != "commands.py"]
     found = sorted(str(path.relative_to(ROOT)) for path in below if takes_a_unit(path.read_text()))
     assert found == []
     assert takes_a_unit("def f(*, unit): unit.commit_phase()") and not takes_a_unit('"""the unit: ..."""')
+
+
+def test_telemetry_imports_no_app():
+    """Counting and tracing are at the bottom: every app imports them, so they import none."""
+    offenders = {name: sorted(targets) for name, targets in graph().items()
+                 if name.startswith("telemetry") and any(not t.startswith("telemetry") for t in targets)}
+    assert offenders == {}
+
+
+def test_the_command_layer_imports_no_front():
+    offenders = {name: sorted(t for t in targets if t.startswith("fronts"))
+                 for name, targets in graph().items() if name.startswith("commands")}
+    assert {name: targets for name, targets in offenders.items() if targets} == {}

@@ -39,7 +39,7 @@ from standardwebhooks.webhooks import Webhook
 from common.problems import DATABASE_AWAY
 from events import feed
 from events.models import Event, FeedCounter
-from operations import counters
+from telemetry import counters
 from tasks.lifecycle import notify_stewards
 from tasks.models import NotificationKind
 from tasks.waiting import REGISTRY

@@ -12,7 +12,7 @@ import sys
 import pytest
 from django.db.migrations.recorder import MigrationRecorder
 
-from operations import health
+from fronts.operator import health
 from tests.live_server import ROOT, server_env
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from operations import sharding
+from common import sharding
 
 S = "/v1/spaces/agent-lab"
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from operations import sharding
-from operations.sharding import Table
+from common import sharding
+from common.sharding import Table
 
 
 @pytest.mark.django_db

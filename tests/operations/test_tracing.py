@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 SCRIPT = """
 import json, os, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings.base")
-from operations import tracing
+from telemetry import tracing
 tracing.instrument(); tracing.start()
 import django; django.setup()
 from django.test import Client
@@ -70,7 +70,7 @@ def test_without_otel_variables_nothing_of_it_loads(space):
 WAIT_SCRIPT = """
 import os, sys, threading, time
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings.base")
-from operations import tracing
+from telemetry import tracing
 tracing.instrument(); tracing.start()
 import django; django.setup()
 from django.test import Client

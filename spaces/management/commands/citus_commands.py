@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from operations import sharding
+from common import sharding
 
 
 class Command(BaseCommand):

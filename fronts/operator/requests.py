@@ -1,5 +1,5 @@
 """Each request measured and logged (SPEC §20): the Prometheus counters and histograms of
-``operations.counters``, and one JSON line on the ``spaces.requests`` logger — time, request
+``telemetry.counters``, and one JSON line on the ``spaces.requests`` logger — time, request
 id, method, route template, status, milliseconds, space and key prefix; never a key, a
 secret or a body. An incoming ``X-Request-ID`` (or the trace id of a W3C ``traceparent``) is
 kept as the request's id, else one is made; the answer echoes it in ``X-Request-ID``."""
@@ -16,7 +16,7 @@ from typing import Callable
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, ResolverMatch, resolve
 
-from operations import counters, tracing
+from telemetry import counters, tracing
 
 log = logging.getLogger("spaces.requests")
 

@@ -1,5 +1,5 @@
 """The counters, gauges and histograms each process keeps (SPEC §20), apart from the code
-that reads them out (``operations.metrics``), so the apps that count import nothing else.
+that reads them out (``fronts.operator.metrics``), so the apps that count import nothing else.
 Under gunicorn every process writes them to ``PROMETHEUS_MULTIPROC_DIR`` (gunicorn.conf.py),
 and a scrape sums them across the host."""
 from __future__ import annotations

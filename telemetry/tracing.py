@@ -3,7 +3,7 @@ for them: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``…_TRACES_ENDPOINT``), or ``OTE
 (``otlp``, or ``console`` to see them on stdout). Without them nothing of OpenTelemetry is
 imported. The official instrumentations make the spans: one per request
 (opentelemetry-instrumentation-django), one per database statement (…-psycopg); a management
-command is a span of its own (``manage.py``). ``operations.requests`` adds the space, the task
+command is a span of its own (``manage.py``). ``fronts.operator.requests`` adds the space, the task
 number and the member to the request's span.
 
 Two steps, because gunicorn imports the application in its master and forks workers:
