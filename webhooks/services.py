@@ -58,13 +58,6 @@ def register(*, space: Space, actor: Member, url: str, types: list[str] | None =
                                    created_by=actor)
 
 
-def get_endpoint(space: Space, endpoint_id: int | None) -> Endpoint:
-    endpoint = Endpoint.objects.filter(space=space, pk=endpoint_id).first() if endpoint_id else None
-    if endpoint is None:
-        raise NotFound(f"No webhook {endpoint_id} in this space.")
-    return endpoint
-
-
 def update(*, endpoint: Endpoint, **changes: Any) -> Endpoint:
     """PATCH: ``types``, ``description``, ``enabled`` (enabling clears the failure streak: its
     waiting deliveries go again, in order)."""
@@ -148,28 +141,3 @@ def wake(space_id: int) -> None:
     at commit)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_notify(%s, %s)", [feed.CHANNEL, str(space_id)])
-
-
-# --- What the fronts show ------------------------------------------------------------------
-
-def endpoint_answer(endpoint: Endpoint) -> dict[str, Any]:
-    return {
-        "id": endpoint.pk, "url": endpoint.url, "types": endpoint.types, "description": endpoint.description,
-        "enabled": endpoint.enabled, "disabled_reason": endpoint.disabled_reason or None,
-        "task": endpoint.task_number, "format": endpoint.format,
-        "failing_since": endpoint.failing_since, "created_at": endpoint.created_at,
-        "previous_secret_until": (endpoint.previous_secret_until
-                                  if endpoint.previous_secret_until and endpoint.previous_secret_until > timezone.now()
-                                  else None),
-    }
-
-
-def delivery_answer(delivery: Delivery) -> dict[str, Any]:
-    return {
-        "id": delivery.pk, "webhook": delivery.endpoint_id, "event_id": delivery.event_id, "seq": delivery.seq,
-        "type": delivery.type, "state": delivery.state, "attempts": delivery.attempts,
-        "next_at": delivery.next_at if delivery.state == DeliveryState.PENDING else None,
-        "created_at": delivery.created_at, "finished_at": delivery.finished_at,
-        "tries": [{"at": t.at, "status_code": t.status_code, "latency_ms": t.latency_ms, "answer": t.answer,
-                   "error": t.error or None} for t in sorted(delivery.tries.all(), key=lambda t: t.pk)],
-    }

@@ -10,7 +10,8 @@ from django.utils.html import format_html, format_html_join
 from commands.unit import in_unit
 from common.refusals import DomainError
 from spaces.services import steward_for_admin_user
-from webhooks import services
+from commands.base import Command
+from webhooks import commands
 from webhooks.models import Delivery, DeliveryState, Endpoint
 
 RECENT = 20  # deliveries shown on an endpoint's page
@@ -23,13 +24,16 @@ def failed_first(deliveries: QuerySet) -> QuerySet:
     return deliveries.annotate(rank=rank).order_by("rank", "-id")
 
 
-def run(request, queryset, action, done: str) -> None:
-    """Each row through the API's service, in a unit of work of its own (the runner's, as every
-    mutating request); a refusal is shown."""
+def run(request, queryset, command: Command, done: str, data: dict | None = None) -> None:
+    """Each row through the API's command, as a steward of its space (``steward_for_admin_user``),
+    in a unit of work of its own (the runner's, as every mutating request); a refusal is shown."""
     count = 0
     for row in queryset:
+        endpoint = row if isinstance(row, Endpoint) else row.endpoint
+        lookups = {"webhook_id": endpoint.pk} | ({} if row is endpoint else {"delivery_id": row.pk})
         try:
-            in_unit(lambda unit: action(row))
+            in_unit(lambda unit: command(steward_for_admin_user(space=endpoint.space, username=request.user.get_username()),
+                                         unit=unit, data=data, **lookups))
             count += 1
         except DomainError as error:
             messages.error(request, f"{row}: {error.detail}")
@@ -63,17 +67,15 @@ class EndpointAdmin(admin.ModelAdmin):
 
     @admin.action(description="Send a test event", permissions=["change"])
     def send_test(self, request, queryset) -> None:
-        run(request, queryset, lambda e: services.send_test(
-            endpoint=e, actor=steward_for_admin_user(space=e.space, username=request.user.get_username())),
-            "Test events queued")
+        run(request, queryset, commands.SEND_TEST, "Test events queued")
 
     @admin.action(description="Disable", permissions=["change"])
     def disable(self, request, queryset) -> None:
-        run(request, queryset, lambda e: services.update(endpoint=e, enabled=False), "Disabled")
+        run(request, queryset, commands.UPDATE, "Disabled", {"enabled": False})
 
     @admin.action(description="Enable (its waiting deliveries go again, in order)", permissions=["change"])
     def enable(self, request, queryset) -> None:
-        run(request, queryset, lambda e: services.update(endpoint=e, enabled=True), "Enabled")
+        run(request, queryset, commands.UPDATE, "Enabled", {"enabled": True})
 
 
 @admin.register(Delivery)
@@ -105,4 +107,4 @@ class DeliveryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Send again (failed deliveries)", permissions=["change"])
     def send_again(self, request, queryset) -> None:
-        run(request, queryset, lambda d: services.retry(endpoint=d.endpoint, delivery_id=d.pk), "Sent again")
+        run(request, queryset, commands.RETRY_DELIVERY, "Sent again")

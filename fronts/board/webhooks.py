@@ -17,7 +17,7 @@ from common.refusals import DomainError, Forbidden, NotFound
 from fronts.admin.webhooks import failed_first
 from spaces.models import Space
 from spaces.services import steward_for_admin_user
-from webhooks import services
+from webhooks import commands
 from webhooks.models import Delivery, Endpoint
 
 RECENT = 10  # deliveries shown per endpoint
@@ -35,10 +35,10 @@ def webhooks_page(request: HttpRequest, slug: str) -> HttpResponse:
         "can_retry": request.user.has_perm(CHANGE_DELIVERY), "now": timezone.now()})
 
 
-ENDPOINT_ACTIONS = {
-    "test": lambda endpoint, actor: services.send_test(endpoint=endpoint, actor=actor),
-    "disable": lambda endpoint, actor: services.update(endpoint=endpoint, enabled=False),
-    "enable": lambda endpoint, actor: services.update(endpoint=endpoint, enabled=True),
+ENDPOINT_ACTIONS = {  # the API's commands, with the input each action gives them
+    "test": (commands.SEND_TEST, None),
+    "disable": (commands.UPDATE, {"enabled": False}),
+    "enable": (commands.UPDATE, {"enabled": True}),
 }
 
 
@@ -56,15 +56,13 @@ def webhook_action_view(request: HttpRequest, slug: str, webhook_id: int, action
         if delivery_id is None and action not in ENDPOINT_ACTIONS:
             raise NotFound(f"No webhook action {action!r}.")
 
-        def work(unit) -> None:  # one unit of work, the runner's, as every mutating request
-            endpoint = services.get_endpoint(space, webhook_id)
-            if delivery_id is not None:
-                services.retry(endpoint=endpoint, delivery_id=delivery_id)
-            else:
-                actor = steward_for_admin_user(space=space, username=request.user.get_username())
-                ENDPOINT_ACTIONS[action](endpoint, actor)
-
-        in_unit(work)
+        if delivery_id is not None:
+            command, data, lookups = commands.RETRY_DELIVERY, None, {"delivery_id": delivery_id}
+        else:
+            (command, data), lookups = ENDPOINT_ACTIONS[action], {}
+        # one unit of work, the runner's, as every mutating request; the admin user acts as a steward
+        in_unit(lambda unit: command(steward_for_admin_user(space=space, username=request.user.get_username()),
+                                     unit=unit, data=data, webhook_id=webhook_id, **lookups))
         messages.success(request, f"{action.capitalize()}: done for webhook {webhook_id}.")
     except DomainError as error:
         messages.error(request, error.detail)

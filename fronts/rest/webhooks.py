@@ -14,33 +14,21 @@ from fronts.rest.schema import page_of
 from fronts.rest.spaces import CURSOR_PAGING, SpaceView
 from spaces.models import Role
 from spaces.secrets import SecretAnswer, mark_secret
-from spaces.selectors import as_int
-from spaces.serializers import StrictInputSerializer
-from webhooks import services
+from webhooks import commands
+from webhooks.selectors import delivery_answer, endpoint_answer
 from webhooks.models import Delivery, DeliveryAttempt, Endpoint
+from webhooks.serializers import WebhookCreateSerializer, WebhookUpdateSerializer
 
 STEWARD = Role.STEWARD
-
-
-class WebhookCreateSerializer(StrictInputSerializer):
-    url = serializers.URLField(max_length=2000)
-    types = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=100)
-    description = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-
-
-class WebhookUpdateSerializer(StrictInputSerializer):
-    types = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=100)
-    description = serializers.CharField(max_length=500, required=False, allow_blank=True)
-    enabled = serializers.BooleanField(required=False)
 
 
 class NewestFirst(IdCursorPagination):
     ordering = "-id"
 
 
-def with_secret(response: Response, endpoint: Endpoint) -> Response:
+def with_secret(response: Response) -> Response:
     """An answer carrying the endpoint's secret: shown once; a replay gets a fresh one."""
-    return mark_secret(response, SecretAnswer("webhook", ("secret",), {"endpoint": endpoint.pk}))
+    return mark_secret(response, SecretAnswer("webhook", ("secret",), {"endpoint": response.data["id"]}))
 
 
 class WebhookListView(SpaceView):
@@ -53,20 +41,18 @@ class WebhookListView(SpaceView):
     def get(self, request: Request, slug: str) -> Response:
         paginator = IdCursorPagination()
         page = paginator.paginate_queryset(Endpoint.objects.filter(space=self.space), request, view=self)
-        return paginator.get_paginated_response([services.endpoint_answer(e) for e in page])
+        return paginator.get_paginated_response([endpoint_answer(e) for e in page])
 
     @extend_schema(request=WebhookCreateSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str) -> Response:
-        endpoint = services.register(space=self.space, actor=self.member, **self.validated(WebhookCreateSerializer))
-        body = {**services.endpoint_answer(endpoint), "secret": endpoint.secret}
-        return with_secret(Response(body, status=status.HTTP_201_CREATED), endpoint)
+        return with_secret(self.run(commands.REGISTER))
 
 
 class WebhookView(SpaceView):
     """A route under ``…/webhooks/{id}``."""
 
     def endpoint(self, webhook_id: str) -> Endpoint:
-        return services.get_endpoint(self.space, as_int(webhook_id))
+        return commands.endpoint_of(self.member, webhook_id)
 
 
 class WebhookDetailView(WebhookView):
@@ -74,18 +60,15 @@ class WebhookDetailView(WebhookView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str, webhook_id: str) -> Response:
-        return Response(services.endpoint_answer(self.endpoint(webhook_id)))
+        return Response(endpoint_answer(self.endpoint(webhook_id)))
 
     @extend_schema(request=WebhookUpdateSerializer, responses=OpenApiTypes.OBJECT)
     def patch(self, request: Request, slug: str, webhook_id: str) -> Response:
-        changes = self.validated(WebhookUpdateSerializer)
-        return Response(services.endpoint_answer(services.update(endpoint=self.endpoint(webhook_id), **changes)))
+        return self.run(commands.UPDATE, webhook_id=webhook_id)
 
     @extend_schema(request=None, responses={204: None})
     def delete(self, request: Request, slug: str, webhook_id: str) -> Response:
-        self.no_input()
-        services.delete(endpoint=self.endpoint(webhook_id))
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return self.run(commands.DELETE, webhook_id=webhook_id)
 
 
 class WebhookRotateView(WebhookView):
@@ -93,9 +76,7 @@ class WebhookRotateView(WebhookView):
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, slug: str, webhook_id: str) -> Response:
-        self.no_input()
-        endpoint = services.rotate_secret(endpoint=self.endpoint(webhook_id))
-        return with_secret(Response({**services.endpoint_answer(endpoint), "secret": endpoint.secret}), endpoint)
+        return with_secret(self.run(commands.ROTATE_SECRET, webhook_id=webhook_id))
 
 
 class WebhookTestView(WebhookView):
@@ -103,9 +84,7 @@ class WebhookTestView(WebhookView):
 
     @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str, webhook_id: str) -> Response:
-        self.no_input()
-        delivery = services.send_test(endpoint=self.endpoint(webhook_id), actor=self.member)
-        return Response(services.delivery_answer(delivery), status=status.HTTP_202_ACCEPTED)
+        return self.run(commands.SEND_TEST, webhook_id=webhook_id)
 
 
 class DeliveryListView(WebhookView):
@@ -120,7 +99,7 @@ class DeliveryListView(WebhookView):
             Prefetch("tries", queryset=DeliveryAttempt.objects.order_by("id")))
         paginator = NewestFirst()
         page = paginator.paginate_queryset(deliveries, request, view=self)
-        return paginator.get_paginated_response([services.delivery_answer(d) for d in page])
+        return paginator.get_paginated_response([delivery_answer(d) for d in page])
 
 
 class DeliveryRetryView(WebhookView):
@@ -128,6 +107,4 @@ class DeliveryRetryView(WebhookView):
 
     @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str, webhook_id: str, delivery_id: str) -> Response:
-        self.no_input()
-        delivery = services.retry(endpoint=self.endpoint(webhook_id), delivery_id=as_int(delivery_id))
-        return Response(services.delivery_answer(delivery), status=status.HTTP_202_ACCEPTED)
+        return self.run(commands.RETRY_DELIVERY, webhook_id=webhook_id, delivery_id=delivery_id)
