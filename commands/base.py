@@ -19,14 +19,17 @@ from common.problems import translate
 from spaces.serializers import NoInputSerializer
 from spaces.models import Member, Role
 from spaces.permissions import role_refusal
+from spaces.secrets import SecretAnswer
 
 
 @dataclass(frozen=True)
 class Reply:
-    """What a command answers: the HTTP status REST sends, and the body every front sends."""
+    """What a command answers: the HTTP status REST sends, and the body every front sends;
+    ``secret`` when the body carries one (shown once: a replay gets a fresh one, spaces.secrets)."""
 
     status: int
     body: Any
+    secret: SecretAnswer | None = None
 
 
 def validated(serializer_class: type[serializers.Serializer] | None, data: Any) -> dict:

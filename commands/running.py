@@ -49,7 +49,7 @@ def run_command(caller: Caller, command: Command, *, front: str, data: Any = Non
     runner itself (a reused or malformed idempotency key, one in progress) is raised."""
     def act(who: Member, unit: UnitOfWork | None = None) -> Answer:
         reply = command(who, unit=unit, data=data, **lookups)
-        return Answer(reply.status, json.loads(json.dumps(reply.body, cls=JSONEncoder)))
+        return Answer(reply.status, json.loads(json.dumps(reply.body, cls=JSONEncoder)), secret=reply.secret)
 
     if not command.mutates:
         return answer_of(lambda: act(caller.member))

@@ -36,7 +36,6 @@ from idempotency.models import (
     OperationState,
 )
 from idempotency.settlement import Report, observe, open_operation
-from common.refusals import NotFound
 from spaces.models import ApiKey, Member, Space
 from spaces.services import hash_secret
 from exports import errors
@@ -292,18 +291,6 @@ def last_error(operation: Operation) -> dict | None:
     return report
 
 
-def export_state(export: Export) -> dict:
-    operation = Operation.objects.get(pk=export.operation_id)
-    body = {"id": export.pk, "state": operation.state, "attempts": attempts_used(export, operation),
-            "max_attempts": settings.SPACES_EXPORT_MAX_ATTEMPTS,
-            "created_at": export.created_at, "shared": shared_now(export),
-            "share_expires_at": export.share_expires_at if shared_now(export) else None,
-            "last_error": last_error(operation)}
-    if operation.state == OperationState.COMPLETED:
-        body["result"] = operation.response_body
-    return body
-
-
 def retry_export(*, export: Export) -> Export:
     """``POST …/exports/{id}/retry``: a failed export is retryable again, with its attempts anew."""
     with transaction.atomic():
@@ -357,13 +344,3 @@ def unshare_export(*, export: Export) -> bool:
         ShareToken.objects.filter(export_id=export.pk).delete()
         return Export.objects.filter(space_id=export.space_id, pk=export.pk, share_token_hash__isnull=False).update(
             share_token_hash=None, share_expires_at=None) == 1
-
-
-def shared_export(*, token: str) -> Iterator[bytes]:
-    """The shared document, streamed (``stream_document``); 404 unless the token opens a share now."""
-    share = ShareToken.objects.filter(token_hash=hash_secret(token)).first() if token else None
-    export = None if share is None else Export.objects.select_related("operation").filter(
-        space_id=share.space_id, pk=share.export_id, share_token_hash=share.token_hash).first()
-    if export is None or not shared_now(export):
-        raise NotFound("No export is shared under this token (it may have expired or been revoked).")
-    return stream_document(export, export.operation.response_body["result_epoch"])

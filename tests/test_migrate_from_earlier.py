@@ -45,15 +45,15 @@ import django
 django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
-from exports import services
+from exports import selectors, services
 from exports.models import Export, ExportChunk
 from tasks.models import Task
 export = Export.objects.get()
 token = services.share_export(export=export)
 document = json.loads(b"".join(part if isinstance(part, bytes) else part.encode()
-                               for part in services.shared_export(token=token)))
+                               for part in selectors.shared_export(token=token)))
 print(json.dumps({"titles": list(Task.objects.order_by("number").values_list("title", flat=True)),
-                  "export": export.pk, "state": services.export_state(export)["state"],
+                  "export": export.pk, "state": selectors.export_state(export)["state"],
                   "chunks": ExportChunk.objects.filter(export=export).count(),
                   "shared_titles": [t["title"] for t in document["tasks"]]}))
 """

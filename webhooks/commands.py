@@ -7,6 +7,7 @@ from typing import Any
 
 from commands.base import Command, Reply
 from spaces.models import Member, Role
+from spaces.secrets import SecretAnswer
 from spaces.selectors import as_int
 from webhooks import selectors, services
 from webhooks.models import Endpoint
@@ -17,9 +18,14 @@ def endpoint_of(member: Member, webhook_id: object) -> Endpoint:
     return selectors.get_endpoint(member.space, as_int(webhook_id))
 
 
+def secret_of(endpoint: Endpoint) -> SecretAnswer:
+    """The answer carries the endpoint's signing secret: shown once; a replay gets a fresh one."""
+    return SecretAnswer("webhook", ("secret",), {"endpoint": endpoint.pk})
+
+
 def _register(member: Member, *, unit: Any, **data: Any) -> Reply:
     endpoint = services.register(space=member.space, actor=member, **data)
-    return Reply(201, {**selectors.endpoint_answer(endpoint), "secret": endpoint.secret})
+    return Reply(201, {**selectors.endpoint_answer(endpoint), "secret": endpoint.secret}, secret_of(endpoint))
 
 
 def _update(member: Member, *, unit: Any, webhook_id: object, **changes: Any) -> Reply:
@@ -33,7 +39,7 @@ def _delete(member: Member, *, unit: Any, webhook_id: object) -> Reply:
 
 def _rotate(member: Member, *, unit: Any, webhook_id: object) -> Reply:
     endpoint = services.rotate_secret(endpoint=endpoint_of(member, webhook_id))
-    return Reply(200, {**selectors.endpoint_answer(endpoint), "secret": endpoint.secret})
+    return Reply(200, {**selectors.endpoint_answer(endpoint), "secret": endpoint.secret}, secret_of(endpoint))
 
 
 def _send_test(member: Member, *, unit: Any, webhook_id: object) -> Reply:

@@ -80,7 +80,8 @@ class SpaceView(ApiView):
         reads = command.input is not None or self.request.method not in ("GET", "HEAD")
         data = self.request.data if reads else None  # a command without input refuses fields (SPEC §3)
         reply = command(self.member, unit=unit, data=data, **lookups)
-        return Response(reply.body, status=reply.status)
+        response = Response(reply.body, status=reply.status)
+        return mark_secret(response, reply.secret) if reply.secret is not None else response
 
     def paginate(self, queryset, serializer_class, pagination_class=IdCursorPagination, prepare=None) -> Response:
         """One page; ``prepare`` loads what the page's rows show beyond their own columns, once

@@ -13,7 +13,6 @@ from fronts.rest.pagination import IdCursorPagination
 from fronts.rest.schema import page_of
 from fronts.rest.spaces import CURSOR_PAGING, SpaceView
 from spaces.models import Role
-from spaces.secrets import SecretAnswer, mark_secret
 from webhooks import commands
 from webhooks.selectors import delivery_answer, endpoint_answer
 from webhooks.models import Delivery, DeliveryAttempt, Endpoint
@@ -24,11 +23,6 @@ STEWARD = Role.STEWARD
 
 class NewestFirst(IdCursorPagination):
     ordering = "-id"
-
-
-def with_secret(response: Response) -> Response:
-    """An answer carrying the endpoint's secret: shown once; a replay gets a fresh one."""
-    return mark_secret(response, SecretAnswer("webhook", ("secret",), {"endpoint": response.data["id"]}))
 
 
 class WebhookListView(SpaceView):
@@ -45,7 +39,7 @@ class WebhookListView(SpaceView):
 
     @extend_schema(request=WebhookCreateSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, slug: str) -> Response:
-        return with_secret(self.run(commands.REGISTER))
+        return self.run(commands.REGISTER)
 
 
 class WebhookView(SpaceView):
@@ -76,7 +70,7 @@ class WebhookRotateView(WebhookView):
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, slug: str, webhook_id: str) -> Response:
-        return with_secret(self.run(commands.ROTATE_SECRET, webhook_id=webhook_id))
+        return self.run(commands.ROTATE_SECRET, webhook_id=webhook_id)
 
 
 class WebhookTestView(WebhookView):
