@@ -1,7 +1,7 @@
 """Does `q` in one space cost the same beside 100 other spaces holding the same words? (SPEC §13)
 
 One space of 20,000 tasks, 200 of them saying "zebrafish"; the first page of `?q=zebrafish`
-(the list route's query, built by tasks.filters.filter_tasks) is timed in this process,
+(the list route's query, built by fronts.task_filters.filter_tasks) is timed in this process,
 median of 30, then again after 100 other spaces of 2,000 tasks each, every one saying
 "zebrafish", are added (200,000 matches that are not this space's). Prints both medians, the
 ratio and the plan of the second (docs/benchmarks.md, "Search in one space beside many"). Seeded by INSERT … SELECT over generate_series, then
@@ -45,7 +45,7 @@ def seed(space_id: int, total: int, every: int) -> None:
 def timed(space) -> tuple[float, int]:
     from django.http import QueryDict
 
-    from tasks.filters import filter_tasks
+    from fronts.task_filters import filter_tasks
 
     times, found = [], 0
     for _ in range(30):
@@ -67,7 +67,7 @@ def plan(space) -> str:
     from django.db import connection
     from django.http import QueryDict
 
-    from tasks.filters import filter_tasks
+    from fronts.task_filters import filter_tasks
 
     tasks, _ = filter_tasks(space, QueryDict("q=zebrafish"))
     sql, params = tasks[:50].query.sql_with_params()

@@ -9,6 +9,12 @@ class FrontsConfig(AppConfig):
     name = "fronts"
 
     def ready(self) -> None:
+        from django.contrib.auth.signals import user_login_failed
+
+        from fronts.browser_middleware import count_failed_login
+
+        # Failed logins to the admin and the board are counted (and throttled) by address and name.
+        user_login_failed.connect(count_failed_login, dispatch_uid="spaces.count_failed_login")
         # The REST views register the reissuers of their secret-bearing answers (spaces.secrets):
         # a replay renders the answer again around a fresh secret. (The admin's pages register
         # through fronts.admin, which Django's admin imports; the MCP tools load with the first

@@ -68,15 +68,15 @@ MIDDLEWARE = [
     # Static files from the app folders themselves (no collectstatic step needed), compressed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "spaces.middleware.RequestBodyLimitMiddleware",
-    # Sessions, login and messages step aside on the API's /v1/ paths (spaces.browser_middleware).
-    "spaces.browser_middleware.SessionMiddleware",
+    # Sessions, login and messages step aside on the API's /v1/ paths (fronts.browser_middleware).
+    "fronts.browser_middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "spaces.browser_middleware.AuthenticationMiddleware",
-    "spaces.browser_middleware.MessageMiddleware",
+    "fronts.browser_middleware.AuthenticationMiddleware",
+    "fronts.browser_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "spaces.browser_middleware.AdminContentSecurityPolicyMiddleware",
-    "spaces.browser_middleware.AdminLoginThrottleMiddleware",
+    "fronts.browser_middleware.AdminContentSecurityPolicyMiddleware",
+    "fronts.browser_middleware.AdminLoginThrottleMiddleware",
     "fronts.rest.middleware.UnitOfWorkMiddleware",
 ]
 

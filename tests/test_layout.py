@@ -170,3 +170,15 @@ def test_the_fronts_import_no_more_services_than_those_left():
     found = {(name, other) for name, targets in graph().items() if name.startswith("fronts")
              for other in targets if other.endswith(".services")}
     assert found - SERVICES_LEFT_IN_FRONTS == set()
+
+
+HTTP = re.compile(r"^\s*(from|import) (django\.http|rest_framework\.(request|response))\b", re.M)
+
+
+def test_a_domain_app_reads_no_request_and_writes_no_response():
+    """HTTP is the fronts': below them, only the one problem renderer (common.problems, which
+    DRF's exception handler and the fronts call) names a request or a response."""
+    found = sorted(name for name, path in production_modules().items()
+                   if name.startswith(DOMAIN) and name != "common.problems" and HTTP.search(path.read_text()))
+    assert found == []
+    assert HTTP.search("from django.http import QueryDict") and not HTTP.search('"""django.http"""')

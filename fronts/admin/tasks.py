@@ -25,7 +25,8 @@ from spaces.models import Space
 from spaces.services import steward_for_admin_user
 from commands.unit import in_unit
 from tasks import commands, graph, history, similarity
-from tasks.filters import blocked, ready_condition, text_query
+from tasks.filters import blocked, ready_condition
+from tasks.search import text_query
 from tasks.status import shown_as, with_shown_status
 from tasks.models import (
     LIVE_STATUSES,

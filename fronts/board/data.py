@@ -23,7 +23,8 @@ from costs import selectors as cost_selectors
 from costs.services import month_spend
 from spaces.models import Space
 from tasks import graph, history, lapses, selectors
-from tasks.filters import blocked, checked_filter, ready_condition
+from fronts.task_filters import checked_filter
+from tasks.filters import blocked, ready_condition
 from tasks.status import HELD, shown_as, shown_in, with_shown_status
 from tasks.models import Attempt, Check, Claim, ClaimEnd, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso

@@ -36,9 +36,10 @@ from commands.base import COMMANDS, Command
 from spaces.models import Member, Role
 from spaces.permissions import role_refusal
 from events import feed
+from fronts import feed as feed_http
 from fronts.reference import build_reference
 from tasks import commands, graph
-from tasks.filters import filter_tasks
+from fronts.task_filters import filter_tasks
 from tasks.serializers import TaskSerializer
 from tasks.waiting import REGISTRY
 
@@ -291,7 +292,7 @@ def events(after: int | None = None, types: list[str] | None = None, task: int |
                 params[name] = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
         if types is not None:
             params["types"] = ",".join(types)
-        return feed.answer(space_id=m.space_id, params=params, wait_for=REGISTRY.wait_for_event)
+        return feed.answer(space_id=m.space_id, asked=feed_http.question(params), wait_for=REGISTRY.wait_for_event)
     return read_result(Role.READER, act)
 
 @tool

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from events import feed
+from fronts import feed as feed_http
 from fronts.rest.spaces import SpaceView
 from tasks.waiting import REGISTRY
 
@@ -26,19 +27,19 @@ class EventStreamRenderer(BaseRenderer):
 
 
 class EventListView(SpaceView):
-    query_parameters = feed.PARAMETERS
-    query_schemas = feed.PARAMETER_SCHEMAS
+    query_parameters = feed_http.PARAMETERS
+    query_schemas = feed_http.PARAMETER_SCHEMAS
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(operation_id="events_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str):
         if request.accepted_renderer.media_type == EventStreamRenderer.media_type:
-            lines = feed.stream(space_id=self.space.pk, params=request.query_params,
+            lines = feed_http.stream(space_id=self.space.pk, params=request.query_params,
                                 last_event_id=request.headers.get("Last-Event-ID"),
                                 wait_for=REGISTRY.wait_for_event)
             response = StreamingHttpResponse(lines, content_type="text/event-stream")
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"  # a proxy in front passes each event on at once
             return response
-        return Response(feed.answer(space_id=self.space.pk, params=request.query_params,
+        return Response(feed.answer(space_id=self.space.pk, asked=feed_http.question(request.query_params),
                                     wait_for=REGISTRY.wait_for_event))

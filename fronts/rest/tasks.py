@@ -16,7 +16,7 @@ from fronts.rest.spaces import CURSOR_PAGING, PAGING, SpaceView
 from spaces.catalog import MAX_TITLE
 from spaces.models import Role
 from tasks import commands, graph, selectors, summary
-from tasks.filters import LIST_PARAMETER_SCHEMAS, LIST_PARAMETERS, filter_tasks
+from fronts.task_filters import LIST_PARAMETER_SCHEMAS, LIST_PARAMETERS, filter_tasks
 from tasks.models import Notification
 from tasks.serializers import (
     AssignSerializer,

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from events import feed
+from fronts import feed as feed_http
 from events.models import Event, FeedCounter
 from tasks.lifecycle import record_event
 from tests.factories import create_task
@@ -287,7 +288,7 @@ def test_an_idle_stream_sends_no_statement_between_its_keep_alives(space, monkey
         time.sleep(timeout)
         return feed.Woken.TIMEOUT
 
-    lines = feed.stream(space_id=space.pk, params=QueryDict(), last_event_id=None, wait_for=nothing_comes)
+    lines = feed_http.stream(space_id=space.pk, params=QueryDict(), last_event_id=None, wait_for=nothing_comes)
     with CaptureQueriesContext(connection) as queries:
         sent = list(lines)
     assert queries.captured_queries == []

@@ -254,7 +254,7 @@ def test_q_reads_only_its_own_spaces_matches_from_the_index(writer, space):
     from django.db import connection, transaction
     from django.http import QueryDict
 
-    from tasks.filters import filter_tasks
+    from fronts.task_filters import filter_tasks
     from tasks.models import Task
     from tasks.search import text_match
     from tests.factories import SpaceFactory
