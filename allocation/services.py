@@ -260,12 +260,6 @@ def count_conflict(space_id: int) -> None:
         cursor.execute(count_conflict_sql("(SELECT 1) AS one"), {"space": space_id, "now": timezone.now()})
 
 
-def conflicts_since(space_id: int, since) -> int:
-    """Occupied-key refusals counted in the hours that began at or after ``since``."""
-    total = ConflictCount.objects.filter(space_id=space_id, hour__gte=since).aggregate(n=models.Sum("count"))["n"]
-    return total or 0
-
-
 def purge_conflict_counts(*, dry_run: bool = False) -> int:
     """Hourly counters older than two days: the board reads the last 24 hours."""
     old = ConflictCount.objects.filter(hour__lt=timezone.now() - timedelta(days=2))

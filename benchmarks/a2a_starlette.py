@@ -24,8 +24,8 @@ from starlette.applications import Starlette  # noqa: E402
 from fronts.a2a import operations  # noqa: E402
 from fronts.a2a.errors import Refusal  # noqa: E402
 from commands.running import Caller  # noqa: E402
-from spaces.auth import bearer_token  # noqa: E402
-from spaces.services import authenticate_key  # noqa: E402
+from fronts.rest.authentication import bearer_token  # noqa: E402
+from spaces.key_lookup import authenticate_key  # noqa: E402
 
 
 def call(headers: dict[str, str], operation: Callable[[Caller, Any], Any], params: Any) -> Any:

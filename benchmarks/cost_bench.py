@@ -3,7 +3,7 @@
 A fresh database with one space of ``--tasks`` tasks, every one done with an accepted attempt
 and a claim that reported its spend (most months ago, ``--recent`` of them this month), the
 month's running total as the reports would have left it. Timed, median of ``--repeats`` in
-this process: the month's spend (``costs.services.month_spend``: one row), the summary's cost
+this process: the month's spend (``costs.selectors.month_spend``: one row), the summary's cost
 figures (the month's spend and its cost per accepted outcome), a task's cost, and the month's
 ``GET …/costs`` grouped by member.
 
@@ -88,7 +88,7 @@ def main() -> None:
     from django.utils import timezone
 
     from costs import selectors
-    from costs.services import month_spend
+    from costs.selectors import month_spend
     from spaces import services
     from tasks.summary import month_cost
 

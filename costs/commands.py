@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from common.refusals import InvalidRequest
 from costs import selectors
-from costs.services import month_start
+from costs.selectors import month_start
 from commands.base import Reply, command
 from spaces.models import Member, Role
 from spaces.serializers import StrictInputSerializer

@@ -3,17 +3,22 @@ per accepted outcome, and the condition ``next`` asks of a task's budget. Every 
 database's."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
+from datetime import timezone as dt_timezone
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
 from django.db import connection
 from django.db.models import DecimalField, OuterRef, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
-from costs.models import Spend
+from common.sql import table
+from costs.models import MonthSpend, Spend
 
 GROUPS = ("member", "label", "model", "work_item_id")
+THRESHOLD = Decimal("0.8")  # budget.threshold at 80% of the space's month budget
 
 
 def spent_on_task() -> Subquery:
@@ -30,13 +35,27 @@ def within_budget() -> Q:
     return Q(budget_usd__isnull=True) | Q(budget_usd__gt=Coalesce(spent_on_task(), zero))
 
 
-# Spend wasted: on a claim given back or lapsed, or whose attempt (same task, cycle and
-# member) was rejected; or on a claimless attempt that was rejected.
-WASTED = """(c.end_reason IN ('gave_back', 'lapsed')
-  OR EXISTS (SELECT 1 FROM tasks_attempt a WHERE a.space_id = s.space_id AND a.task_id = s.task_id
+def spend_table(relation: str | None = None) -> str:
+    """The spend table, or, by one of its relations (``task``, ``claim``, ``attempt``, ``member``),
+    the table that relation's app hands out in its model: no table named by hand."""
+    model = Spend if relation is None else Spend._meta.get_field(relation).related_model
+    return table(model)
+
+
+@cache
+def wasted_sql() -> str:
+    """Spend wasted: on a claim given back or lapsed, or whose attempt (same task, cycle and
+    member) was rejected; or on a claimless attempt that was rejected."""
+    return f"""(c.end_reason IN ('gave_back', 'lapsed')
+  OR EXISTS (SELECT 1 FROM {spend_table("attempt")} a WHERE a.space_id = s.space_id AND a.task_id = s.task_id
              AND a.state = 'rejected' AND ((c.id IS NOT NULL AND a.cycle = c.cycle AND a.member_id = c.member_id)
                                           OR a.id = s.attempt_id)))"""
-FROM_SPENDS = "FROM costs_spend s LEFT JOIN tasks_claim c ON c.space_id = s.space_id AND c.id = s.claim_id"
+
+
+@cache
+def from_spends() -> str:
+    """Each report (``s``) with its claim (``c``), if it had one."""
+    return f"FROM {spend_table()} s LEFT JOIN {spend_table('claim')} c ON c.space_id = s.space_id AND c.id = s.claim_id"
 
 
 def task_cost(space_id: int, task_id: int) -> dict[str, Any]:
@@ -44,9 +63,9 @@ def task_cost(space_id: int, task_id: int) -> dict[str, Any]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT coalesce(sum(s.usd), 0), coalesce(sum(s.input_tokens), 0), coalesce(sum(s.output_tokens), 0), "
-            f"coalesce(sum(s.seconds), 0), coalesce(sum(s.usd) FILTER (WHERE {WASTED}), 0), "
-            "(SELECT count(*) FROM tasks_attempt a WHERE a.space_id = %(space)s AND a.task_id = %(task)s) "
-            f"{FROM_SPENDS} WHERE s.space_id = %(space)s AND s.task_id = %(task)s",
+            f"coalesce(sum(s.seconds), 0), coalesce(sum(s.usd) FILTER (WHERE {wasted_sql()}), 0), "
+            f"(SELECT count(*) FROM {spend_table('attempt')} a WHERE a.space_id = %(space)s AND a.task_id = %(task)s) "
+            f"{from_spends()} WHERE s.space_id = %(space)s AND s.task_id = %(task)s",
             {"space": space_id, "task": task_id})
         usd, tokens_in, tokens_out, seconds, wasted, attempts = cursor.fetchone()
     return {"usd": float(usd), "input_tokens": int(tokens_in), "output_tokens": int(tokens_out),
@@ -60,24 +79,27 @@ def tasks_spend(space_id: int, task_ids: list[int]) -> dict[int, float]:
     return {task_id: float(usd) for task_id, usd in rows}
 
 
-GROUP_SQL = {
-    "member": ("m.name", "JOIN spaces_member m ON m.space_id = s.space_id AND m.id = s.member_id"),
-    "model": ("s.model", ""),
-    "work_item_id": ("t.work_item_id", "JOIN tasks_task t ON t.space_id = s.space_id AND t.id = s.task_id"),
-    "label": ("l.label", "JOIN tasks_task t ON t.space_id = s.space_id AND t.id = s.task_id "
-                         "CROSS JOIN LATERAL unnest(t.labels) AS l(label)"),
-}
+@cache
+def group_sql(group_by: str) -> tuple[str, str]:
+    """A group's key and the join that reaches it (a label's: each of the task's labels)."""
+    task_join = f"JOIN {spend_table('task')} t ON t.space_id = s.space_id AND t.id = s.task_id"
+    return {
+        "member": ("m.name", f"JOIN {spend_table('member')} m ON m.space_id = s.space_id AND m.id = s.member_id"),
+        "model": ("s.model", ""),
+        "work_item_id": ("t.work_item_id", task_join),
+        "label": ("l.label", f"{task_join} CROSS JOIN LATERAL unnest(t.labels) AS l(label)"),
+    }[group_by]
 
 
 def space_costs(space_id: int, *, since: datetime, until: datetime, group_by: str) -> list[dict[str, Any]]:
     """Spend reported in ``[since, until)``, per group, largest first. A task's spend counts in each
     of its labels' groups; a report with no model is in the group ``""``."""
-    key, join = GROUP_SQL[group_by]
+    key, join = group_sql(group_by)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {key}, sum(s.usd), sum(s.input_tokens), sum(s.output_tokens), sum(s.seconds), "
-            f"sum(s.usd) FILTER (WHERE {WASTED}), count(DISTINCT s.task_id) "
-            f"{FROM_SPENDS} {join} WHERE s.space_id = %(space)s AND s.reported_at >= %(since)s "
+            f"sum(s.usd) FILTER (WHERE {wasted_sql()}), count(DISTINCT s.task_id) "
+            f"{from_spends()} {join} WHERE s.space_id = %(space)s AND s.reported_at >= %(since)s "
             f"AND s.reported_at < %(until)s GROUP BY 1 ORDER BY 2 DESC, 1",
             {"space": space_id, "since": since, "until": until})
         rows = cursor.fetchall()
@@ -91,9 +113,9 @@ def per_accepted_outcome(space_id: int, *, since: datetime, until: datetime) -> 
     ``[since, until)``, divided by how many they are (None when there are none)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "WITH accepted AS (SELECT DISTINCT a.task_id FROM tasks_attempt a WHERE a.space_id = %(space)s "
+            f"WITH accepted AS (SELECT DISTINCT a.task_id FROM {spend_table('attempt')} a WHERE a.space_id = %(space)s "
             "AND a.state = 'accepted' AND a.decided_at >= %(since)s AND a.decided_at < %(until)s) "
-            "SELECT count(*), coalesce(sum((SELECT sum(s.usd) FROM costs_spend s WHERE s.space_id = %(space)s "
+            f"SELECT count(*), coalesce(sum((SELECT sum(s.usd) FROM {spend_table()} s WHERE s.space_id = %(space)s "
             "AND s.task_id = accepted.task_id)), 0) FROM accepted",
             {"space": space_id, "since": since, "until": until})
         outcomes, usd = cursor.fetchone()
@@ -107,3 +129,26 @@ def period_spend(space_id: int, *, since: datetime, until: datetime) -> dict[str
         usd=Sum("usd"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), seconds=Sum("seconds"))
     return {"usd": float(found["usd"] or 0), "input_tokens": int(found["input_tokens"] or 0),
             "output_tokens": int(found["output_tokens"] or 0), "seconds": float(found["seconds"] or 0)}
+
+
+def month_of(moment: datetime) -> date:
+    """The calendar month (UTC) a moment falls in, as its first day."""
+    return moment.astimezone(dt_timezone.utc).date().replace(day=1)
+
+
+def month_start(moment: datetime) -> datetime:
+    first = month_of(moment)
+    return datetime(first.year, first.month, 1, tzinfo=dt_timezone.utc)
+
+
+def month_figures(space_id: int, now: datetime | None = None) -> tuple[Decimal, int]:
+    """The space's spend this calendar month (UTC) and the claims and claimless attempts that
+    reported it: one row."""
+    found = MonthSpend.objects.filter(space_id=space_id, month=month_of(now or timezone.now())).values_list(
+        "usd", "sources").first()
+    return found if found is not None else (Decimal(0), 0)
+
+
+def month_spend(space_id: int, now: datetime | None = None) -> Decimal:
+    """The space's spend this calendar month (UTC): one row."""
+    return month_figures(space_id, now)[0]

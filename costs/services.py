@@ -11,8 +11,7 @@ the reports that were already made when it was reached (docs/architecture.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
-from datetime import timezone as dt_timezone
+from datetime import datetime
 from decimal import Decimal
 from functools import cache
 from typing import Callable
@@ -23,10 +22,8 @@ from django.utils import timezone
 
 from costs.errors import BudgetExhausted
 from costs.models import MonthSpend, Spend
+from costs.selectors import THRESHOLD, month_figures, month_of
 from events import feed
-
-THRESHOLD = Decimal("0.8")  # budget.threshold at 80% of the space's month budget
-
 
 @dataclass(frozen=True)
 class Cost:
@@ -37,16 +34,6 @@ class Cost:
     output_tokens: int = 0
     seconds: Decimal = Decimal(0)
     model: str = ""
-
-
-def month_of(moment: datetime) -> date:
-    """The calendar month (UTC) a moment falls in, as its first day."""
-    return moment.astimezone(dt_timezone.utc).date().replace(day=1)
-
-
-def month_start(moment: datetime) -> datetime:
-    first = month_of(moment)
-    return datetime(first.year, first.month, 1, tzinfo=dt_timezone.utc)
 
 
 @cache
@@ -109,19 +96,6 @@ def report(*, space, task_id: int, member_id: int, cost: Cost, claim_id: int | N
         feed.record(space_id=space.pk, type="budget.threshold", data=figures)
     if exhausted:
         feed.record(space_id=space.pk, type="budget.exhausted", data=figures)
-
-
-def month_figures(space_id: int, now: datetime | None = None) -> tuple[Decimal, int]:
-    """The space's spend this calendar month (UTC) and the claims and claimless attempts that
-    reported it: one row."""
-    found = MonthSpend.objects.filter(space_id=space_id, month=month_of(now or timezone.now())).values_list(
-        "usd", "sources").first()
-    return found if found is not None else (Decimal(0), 0)
-
-
-def month_spend(space_id: int, now: datetime | None = None) -> Decimal:
-    """The space's spend this calendar month (UTC): one row."""
-    return month_figures(space_id, now)[0]
 
 
 def space_over_budget(space, *, claims_in_flight: Callable[[], int] | None = None) -> BudgetExhausted | None:

@@ -6,4 +6,4 @@ class ExportsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from exports import errors  # noqa: F401  (registers the refusals)
+        from exports import commands, errors  # noqa: F401  (registers the refusals and the share's reissuer)

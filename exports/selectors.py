@@ -12,7 +12,7 @@ from exports.services import attempts_used, last_error, shared_now, stream_docum
 from idempotency.models import Operation, OperationState
 from spaces.models import Member
 from spaces.selectors import as_int
-from spaces.services import hash_secret
+from spaces.key_lookup import hash_secret
 
 
 def get_export(member: Member, export_id: object) -> Export:

@@ -37,7 +37,7 @@ from idempotency.models import (
 )
 from idempotency.settlement import Report, observe, open_operation
 from spaces.models import ApiKey, Member, Space
-from spaces.services import hash_secret
+from spaces.key_lookup import hash_secret
 from exports import errors
 from exports.models import Export, ExportChunk, ExportResult, ShareToken
 from tasks.models import Attempt, Check, Claim, Note, Task, TaskEvent

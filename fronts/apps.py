@@ -15,12 +15,10 @@ class FrontsConfig(AppConfig):
 
         # Failed logins to the admin and the board are counted (and throttled) by address and name.
         user_login_failed.connect(count_failed_login, dispatch_uid="spaces.count_failed_login")
-        # The REST views register the reissuers of their secret-bearing answers (spaces.secrets):
-        # a replay renders the answer again around a fresh secret. (The admin's pages register
-        # through fronts.admin, which Django's admin imports; the MCP tools load with the first
-        # MCP request: fronts.mcp.http.)
-        # GET /v1/reference's sections, each described from the code it documents.
+        # GET /v1/reference's sections, each described from the code it documents. (The reissuers
+        # of secret-bearing answers register with the apps whose commands answer them.)
         from fronts.reference import a2a, agents, allocation, cost, events, tasks  # noqa: F401
-        from fronts.rest import exports, spaces  # noqa: F401
+        # /v1/schema documents the API key scheme (a drf-spectacular extension registers when loaded).
+        from fronts.rest import auth_schema  # noqa: F401
         # An A2A push config's deliveries are rendered by the A2A front (webhooks.formats).
         from fronts.a2a import push  # noqa: F401

@@ -13,6 +13,7 @@ from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
 from django.http import HttpResponse
 
+from fronts.client_address import client_address
 from spaces import throttles
 
 API_PREFIX = "/v1/"
@@ -71,7 +72,7 @@ def login_subjects(request, username: str) -> list[tuple[str, str, int]]:
     """What a failed admin login counts against: the address with the user name (so a flood
     against one name neither locks another person out at the same address nor the right
     password from elsewhere), and the address alone at ADDRESS_FACTOR times the limit."""
-    address, limit = throttles.client_address(request), settings.SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE
+    address, limit = client_address(request), settings.SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE
     return [("admin_login", f"{address} {username.strip().casefold()}"[:128], limit),
             ("login_address", address, limit * ADDRESS_FACTOR)]
 

@@ -27,11 +27,10 @@ from idempotency.services import first_touch_row
 from idempotency.models import Operation, OperationState
 from common.rows import instance
 from spaces.key_lookup import (
-    forget_prefix, key_columns, key_from_row, key_row_width, key_tables, space_of_prefix, valid_key_params,
-    valid_key_sql,
+    forget_prefix, hash_secret, key_columns, key_from_row, key_row_width, key_tables, noted_use, space_of_prefix,
+    split_key, valid_key_params, valid_key_sql,
 )
 from spaces.models import ApiKey
-from spaces.services import hash_secret, noted_use, split_key
 
 # The touch's columns that come from the key row rather than from the request.
 FROM_KEY = {"space": "k.space_id", "member": "k.member_id", "binding_generation": "k.generation"}

@@ -67,7 +67,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files from the app folders themselves (no collectstatic step needed), compressed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "spaces.middleware.RequestBodyLimitMiddleware",
+    "fronts.rest.body_limits.RequestBodyLimitMiddleware",
     # Sessions, login and messages step aside on the API's /v1/ paths (fronts.browser_middleware).
     "fronts.browser_middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -141,8 +141,8 @@ WHITENOISE_USE_FINDERS = True
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["spaces.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["spaces.permissions.IsMember"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["fronts.rest.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["fronts.rest.permissions.IsMember"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["common.json_input.StrictJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],

@@ -7,5 +7,6 @@ class SpacesConfig(AppConfig):
 
     def ready(self) -> None:
         # Importing each app's errors module fills the one refusal registry that both the
-        # exception handler and GET /v1/reference read.
-        from spaces import errors, schema  # noqa: F401
+        # exception handler and GET /v1/reference read; the commands register the API key's
+        # reissuer (a replayed key issue), which the runner may need before any route loads.
+        from spaces import commands, errors  # noqa: F401

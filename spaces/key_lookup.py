@@ -11,10 +11,11 @@ unchanging text lets psycopg keep it as a prepared statement.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import hashlib
+from datetime import datetime, timedelta, timezone
 from functools import cache
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone as django_timezone
 
@@ -23,6 +24,8 @@ from common.sql import Placeholder, condition_sql
 from spaces.models import ApiKey, KeyPrefix, Member, Space
 
 JOINED = ((ApiKey, "k"), (Member, "m"), (Space, "s"))
+KEY_PREFIX_LENGTH = 12
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # write last_used_at at most once a minute a key
 
 
 @cache
@@ -121,4 +124,46 @@ def key_from_row(row: tuple) -> ApiKey:
     key, member, space = objects
     member.space = space
     key.member, key.space = member, space
+    return key
+
+
+def hash_secret(secret: str) -> str:
+    # Keys are 128-bit random secrets, so a fast hash is enough (no password stretching).
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def format_key(prefix: str, secret: str) -> str:
+    return f"sk_{prefix}_{secret}"
+
+
+def split_key(raw: str) -> tuple[str, str] | None:
+    if not raw.startswith("sk_") or len(raw) < 3 + KEY_PREFIX_LENGTH + 2:
+        return None
+    prefix, sep, secret = raw[3:].partition("_")
+    if not sep or len(prefix) != KEY_PREFIX_LENGTH or not secret:
+        return None
+    return prefix, secret
+
+
+def authenticate_key(raw: str) -> ApiKey | None:
+    """The live key ``raw`` names, with its member and space loaded; None if not valid."""
+    parts = split_key(raw.strip())
+    if parts is None:
+        return None
+    prefix, secret = parts
+    key = valid_key(prefix, hash_secret(secret))
+    return None if key is None else noted_use(key)
+
+
+def noted_use(key: ApiKey) -> ApiKey:
+    """``key``, a valid key just used, with its last use dated (throttled to keep reads cheap)."""
+    now = django_timezone.now()
+    if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
+        # Compare-and-set so concurrent requests write it once.
+        # SKIP LOCKED: a request never waits for another one's open transaction to note the use.
+        stale = ApiKey.objects.filter(space_id=key.space_id, pk=key.pk).filter(
+            Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION))
+        with transaction.atomic():
+            ApiKey.objects.filter(space_id=key.space_id, pk__in=stale.select_for_update(skip_locked=True).values("pk")
+                                  ).update(last_used_at=now)
     return key

@@ -1,7 +1,7 @@
 """Reads scoped to one space: anything outside it is simply not found (SPEC §2)."""
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from spaces import errors
 from spaces.models import ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
@@ -57,3 +57,9 @@ def as_int(value: object) -> int:
         return -1
     # Out-of-range ids would make PostgreSQL raise; they name nothing anyway.
     return number if 0 < number < 2**63 else -1
+
+
+def members_with_keys(space: Space) -> QuerySet[Member]:
+    """The space's members, each with its keys (oldest first) in one more query for the lot."""
+    return Member.objects.filter(space=space).prefetch_related(
+        Prefetch("api_keys", queryset=ApiKey.objects.order_by("created_at")))

@@ -4,7 +4,6 @@ Every front (API, admin, commands) calls these; none of them writes these models
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import string
@@ -20,7 +19,7 @@ from events import feed
 from spaces import errors
 from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_key
 from spaces.fingerprints import request_fingerprint
-from spaces.key_lookup import valid_key
+from spaces.key_lookup import KEY_PREFIX_LENGTH, format_key, hash_secret
 from spaces.models import (
     SPACE_SETTINGS,
     ApiKey,
@@ -36,30 +35,10 @@ from spaces.models import (
 )
 
 KEY_PREFIX_ALPHABET = string.ascii_lowercase + string.digits
-KEY_PREFIX_LENGTH = 12
 MAX_LIVE_KEYS_PER_MEMBER = 2  # SPEC §2: two live keys while rotating
-LAST_USED_RESOLUTION = timedelta(minutes=1)  # write last_used_at at most once a minute a key
 
 
 # --- Keys ------------------------------------------------------------------------------------
-
-
-def hash_secret(secret: str) -> str:
-    # Keys are 128-bit random secrets, so a fast hash is enough (no password stretching).
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def format_key(prefix: str, secret: str) -> str:
-    return f"sk_{prefix}_{secret}"
-
-
-def split_key(raw: str) -> tuple[str, str] | None:
-    if not raw.startswith("sk_") or len(raw) < 3 + KEY_PREFIX_LENGTH + 2:
-        return None
-    prefix, sep, secret = raw[3:].partition("_")
-    if not sep or len(prefix) != KEY_PREFIX_LENGTH or not secret:
-        return None
-    return prefix, secret
 
 
 def issue_key(*, member: Member, expires_at: datetime | None = None,
@@ -103,30 +82,6 @@ def issue_key(*, member: Member, expires_at: datetime | None = None,
         feed.record(space_id=member.space_id, type="key.issued",
                     data={"member": member.pk, "prefix": prefix, "expires_at": expires_at.isoformat() if expires_at else None})
     return key, format_key(prefix, secret)
-
-
-def authenticate_key(raw: str) -> ApiKey | None:
-    """The live key ``raw`` names, with its member and space loaded; None if not valid."""
-    parts = split_key(raw.strip())
-    if parts is None:
-        return None
-    prefix, secret = parts
-    key = valid_key(prefix, hash_secret(secret))
-    return None if key is None else noted_use(key)
-
-
-def noted_use(key: ApiKey) -> ApiKey:
-    """``key``, a valid key just used, with its last use dated (throttled to keep reads cheap)."""
-    now = timezone.now()
-    if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
-        # Compare-and-set so concurrent requests write it once.
-        # SKIP LOCKED: a request never waits for another one's open transaction to note the use.
-        stale = ApiKey.objects.filter(space_id=key.space_id, pk=key.pk).filter(
-            Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION))
-        with transaction.atomic():
-            ApiKey.objects.filter(space_id=key.space_id, pk__in=stale.select_for_update(skip_locked=True).values("pk")
-                                  ).update(last_used_at=now)
-    return key
 
 
 def reissue_key(*, prefix: str) -> tuple[ApiKey, str]:

@@ -10,8 +10,7 @@
 - Failed admin logins are counted per client address and user name
   (``SPACES_ADMIN_LOGIN_LIMIT_PER_MINUTE``), and per address at ten times that.
 
-A client's address is the peer's, or, when the peer is one of ``SPACES_TRUSTED_PROXIES``, the
-nearest address in ``X-Forwarded-For`` that is not a trusted proxy.
+Who a client is (its address, from the request) is the fronts' to say: ``fronts.client_address``.
 """
 from __future__ import annotations
 
@@ -19,23 +18,10 @@ import threading
 import time
 from functools import cache
 
-from django.conf import settings
 from django.db import connection
 
 from common.refusals import RateLimited
 from spaces.models import RateCounter
-
-
-def client_address(request) -> str:
-    peer = request.META.get("REMOTE_ADDR", "")
-    trusted = set(settings.SPACES_TRUSTED_PROXIES)
-    if peer not in trusted:
-        return peer
-    forwarded = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
-    for hop in reversed(forwarded):
-        if hop not in trusted:
-            return hop[:128]
-    return peer
 
 
 @cache

@@ -10,9 +10,9 @@ from django.db.models import Count, Q
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from allocation import services as allocation
+from allocation import selectors as allocation
 from costs import selectors as cost_selectors
-from costs.services import month_spend, month_start
+from costs.selectors import month_spend, month_start
 from spaces.models import Space
 from tasks.models import LIVE_STATUSES, Attempt, AttemptState, Claim, SlotDoneCount, Task, TaskStatus
 from tasks.filters import blocked, ready_condition

@@ -14,7 +14,7 @@ from allocation.models import Occupancy, Reservation, SlotHold
 from idempotency.models import Operation
 from allocation.services import reserve
 from spaces.models import ApiKey, CharterItem, Member
-from spaces.services import authenticate_key
+from spaces.key_lookup import authenticate_key
 from tasks.models import Task
 from tests.factories import create_task
 
@@ -138,6 +138,39 @@ def test_a_steward_sets_every_space_setting_in_the_admin(admin_client, space):
     assert response.status_code == 302, response.content.decode()[:2000]
     space.refresh_from_db()
     assert {name: getattr(space, name) for name in changes} == changes
+
+
+def test_a_space_made_in_the_admin_has_its_settings_and_catalog_through_the_commands(admin_client, space):
+    """A new space, its settings and a first catalog row in one form: each saved as the API's
+    commands save them (the settings' event, the row's catalog version), nothing half made."""
+    from events.models import Event
+    from spaces.models import Space
+
+    data = {**space_settings(space, slug="new-lab", name="New lab", task_claim_hours=6, requests_per_minute=90),
+            "charter_items-TOTAL_FORMS": "1", "charter_items-INITIAL_FORMS": "0", "charter_items-MIN_NUM_FORMS": "0",
+            "charter_items-MAX_NUM_FORMS": "1000", "charter_items-0-work_item_id": "t7",
+            "charter_items-0-canonical_title": "Write the guide", "charter_items-0-aliases": "guide\ndocs"}
+    response = admin_client.post("/admin/spaces/space/add/", data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    made = Space.objects.get(slug="new-lab")
+    assert (made.name, made.task_claim_hours, made.requests_per_minute) == ("New lab", 6, 90)
+    assert list(made.charter_items.values_list("work_item_id", "aliases")) == [("T7", ["guide", "docs"])]
+    assert made.catalog_version == 1
+    assert set(Event.objects.filter(space_id=made.pk).values_list("type", flat=True)) == {
+        "space.settings_changed", "catalog.item_saved"}
+
+
+def test_a_member_added_in_the_admin_is_announced_as_one_that_joined(admin_client, space):
+    from events.models import Event
+
+    response = admin_client.post("/admin/spaces/member/add/", {
+        "space": space.pk, "name": "reviewer-2", "role": "reader", "created_at_0": "2026-01-01",
+        "created_at_1": "00:00:00", "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0",
+        "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    member = Member.objects.get(space=space, name="reviewer-2")
+    assert Event.objects.get(space_id=space.pk, type="member.added").data == {
+        "member": member.pk, "name": "reviewer-2", "role": "reader"}
 
 
 def test_a_setting_out_of_range_in_the_admin_is_a_form_error(admin_client, space):

@@ -44,8 +44,7 @@ from tasks.lifecycle import notify_stewards
 from tasks.models import NotificationKind
 from tasks.waiting import REGISTRY
 from webhooks import addresses, formats
-from webhooks.models import Delivery, DeliveryAttempt, DeliveryState, Endpoint
-from webhooks.services import DELIVERY_LIFETIME
+from webhooks.models import DELIVERY_LIFETIME, Delivery, DeliveryAttempt, DeliveryState, Endpoint
 
 log = logging.getLogger("spaces.webhooks")
 

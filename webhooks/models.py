@@ -8,11 +8,16 @@ a ``DeliveryAttempt``.
 """
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
 from common.space_keys import SpaceForeignKey
+
+ROTATION_OVERLAP = timedelta(hours=24)  # the old secret signs beside the new one this long
+DELIVERY_LIFETIME = timedelta(hours=24)  # a delivery is retried this long, then failed
 
 
 class Endpoint(models.Model):

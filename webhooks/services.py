@@ -20,10 +20,8 @@ from spaces.models import Member, Space
 from spaces.secrets import reissuer
 from tasks.history import feed_types
 from webhooks import addresses, errors
-from webhooks.models import Delivery, DeliveryState, Endpoint
+from webhooks.models import DELIVERY_LIFETIME, ROTATION_OVERLAP, Delivery, DeliveryState, Endpoint
 
-ROTATION_OVERLAP = timedelta(hours=24)  # the old secret signs beside the new one this long
-DELIVERY_LIFETIME = timedelta(hours=24)  # a delivery is retried this long, then failed
 TEST_TYPE = "webhook.test"
 
 

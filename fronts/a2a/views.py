@@ -33,9 +33,9 @@ from fronts.a2a.errors import Refusal, jsonrpc_body, protocol, rest_body
 from fronts.a2a.inputs import from_query, parsed
 from fronts.mcp.http import AnswersInJson
 from commands.running import Caller
-from spaces.auth import ApiKeyAuthentication, bearer_token
+from fronts.rest.authentication import ApiKeyAuthentication, bearer_token
 from spaces.models import Space
-from spaces.permissions import IsMember
+from fronts.rest.permissions import IsMember
 from tasks.waiting import REGISTRY
 
 SSE = "text/event-stream"

@@ -144,7 +144,7 @@ class SlotHoldAdmin(ReadOnlyAdmin):
         """The API's ``release_slot`` command, run as the task actions are: under the staff user's
         steward member, in a unit of work of its own."""
         from commands.unit import in_unit
-        from spaces.services import steward_for_admin_user
+        from spaces.commands import steward_for_admin_user
         from tasks import commands  # tasks holds the hold commands (and the history they write)
 
         released = 0

@@ -22,7 +22,7 @@ from django.utils.html import format_html_join
 
 from common.refusals import DomainError
 from spaces.models import Space
-from spaces.services import steward_for_admin_user
+from spaces.commands import steward_for_admin_user
 from commands.unit import in_unit
 from tasks import commands, graph, history, similarity
 from tasks.filters import blocked, ready_condition

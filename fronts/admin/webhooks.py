@@ -9,7 +9,7 @@ from django.utils.html import format_html, format_html_join
 
 from commands.unit import in_unit
 from common.refusals import DomainError
-from spaces.services import steward_for_admin_user
+from spaces.commands import steward_for_admin_user
 from commands.base import Command
 from webhooks import commands
 from webhooks.models import Delivery, DeliveryState, Endpoint

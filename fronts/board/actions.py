@@ -23,7 +23,7 @@ from common.problems import problem_response
 from common.refusals import DomainError, Forbidden, MalformedJson, NotFound
 from commands.base import Command
 from spaces.models import Space
-from spaces.services import steward_for_admin_user
+from spaces.commands import steward_for_admin_user
 from tasks import commands, selectors
 from fronts.board.data import cards
 from tasks.models import Task

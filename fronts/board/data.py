@@ -17,10 +17,10 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
-from allocation import services as allocation
+from allocation import selectors as allocation
 from allocation.models import SlotHold
 from costs import selectors as cost_selectors
-from costs.services import month_spend
+from costs.selectors import month_spend
 from spaces.models import Space
 from tasks import graph, history, lapses, selectors
 from fronts.task_filters import checked_filter

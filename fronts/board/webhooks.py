@@ -16,7 +16,7 @@ from commands.unit import in_unit
 from common.refusals import DomainError, Forbidden, NotFound
 from fronts.admin.webhooks import failed_first
 from spaces.models import Space
-from spaces.services import steward_for_admin_user
+from spaces.commands import steward_for_admin_user
 from webhooks import commands
 from webhooks.models import Delivery, Endpoint
 

@@ -23,8 +23,8 @@ from rest_framework.views import APIView
 
 from common.problems import problem_response
 from common.refusals import Forbidden, NotFound
-from spaces.auth import ApiKeyAuthentication, bearer_token
-from spaces.permissions import IsMember
+from fronts.rest.authentication import ApiKeyAuthentication, bearer_token
+from fronts.rest.permissions import IsMember
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "content-length"}
 

@@ -92,7 +92,7 @@ def spend_gauge(now, slugs: dict[int, str]) -> GaugeMetricFamily:
     """SPEC §19, §20: each space's spend this month (its running total: one row a space), the
     spaces named above by name and the rest summed."""
     from costs.models import MonthSpend
-    from costs.services import month_of
+    from costs.selectors import month_of
 
     family = GaugeMetricFamily("spaces_space_spend_usd", "The space's spend this calendar month (UTC), USD",
                                labels=["space"])

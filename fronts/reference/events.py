@@ -6,7 +6,7 @@ from fronts.reference import register_section
 from fronts.reference.tasks import default, refusal
 from tasks.history import feed_types
 from webhooks.delivery import SCHEDULE
-from webhooks.services import DELIVERY_LIFETIME, ROTATION_OVERLAP
+from webhooks.models import DELIVERY_LIFETIME, ROTATION_OVERLAP
 
 
 @register_section("events")

@@ -22,7 +22,7 @@ from common import json_input
 from common.idempotency_keys import check_idempotency_key
 from common.problems import DATABASE_AWAY, PROBLEM_JSON, error_summary, problem_response
 from common.refusals import DomainError, InvalidRequest, ServiceUnavailable
-from spaces.auth import bearer_token, request_api_key
+from fronts.rest.authentication import bearer_token, request_api_key
 
 log = logging.getLogger("spaces.units")
 # The headers that describe an answer, replayed with it (SPEC §7.1).

@@ -1,27 +1,24 @@
 """Thin views for spaces, members, keys, join links, the catalog and posts (SPEC §3.1)."""
 from __future__ import annotations
 
-from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from common.idempotency_keys import check_idempotency_key
-from spaces import commands, errors, selectors, services
-from commands.base import Command, validated
+from commands.base import Command
+from spaces import commands, errors, selectors
 from spaces import serializers as s
 from fronts.rest.pagination import IdCursorPagination, PositionCursorPagination
 from fronts.rest.schema import page_of
-from spaces.catalog import normalize_work_item_id
-from spaces.models import ApiKey, CharterItem, Member, Role
+from spaces.models import CharterItem, Member, Role
 from fronts.reference import SECTIONS, build_reference
-from spaces.secrets import SecretAnswer, mark_secret, reissuer
+from spaces.secrets import mark_secret
 
-READ, WRITE, STEWARD = Role.READER, Role.WRITER, Role.STEWARD
+STEWARD = Role.STEWARD
 
 
 CURSOR_PAGING = frozenset({"cursor", "limit"})  # a list paged by cursor
@@ -48,11 +45,6 @@ class ApiView(APIView):
             message = f"Unknown query parameter; this route takes: {', '.join(sorted(taken)) or 'none'}."
             raise errors.InvalidRequest(f"Unknown query parameter(s): {', '.join(unknown)}.",
                                         fields={name: [message] for name in unknown})
-
-    def no_input(self) -> None:
-        """A method that takes no body refuses one with fields, as a command without input does
-        (``commands.base.validated``)."""
-        validated(None, self.request.data)
 
 
 class SpaceView(ApiView):
@@ -102,40 +94,28 @@ class JoinView(ApiView):
         "key": serializers.CharField(), "member": s.MemberSerializer(), "space": serializers.CharField(),
         "role": serializers.CharField()})})
     def post(self, request: Request) -> Response:
-        serializer = s.JoinSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        idempotency_key = request.headers.get("Idempotency-Key")
-        if idempotency_key is not None:
-            check_idempotency_key(idempotency_key)  # the runner's rule (a join has no API key for its first touch)
-        joined = services.join(**serializer.validated_data, idempotency_key=idempotency_key)
-        member = joined.member
-        response = Response(
-            {"key": joined.raw_key, "member": s.MemberSerializer(member).data, "space": member.space.slug,
-             "role": member.role},
-            status=status.HTTP_201_CREATED,
-        )
-        if joined.replayed:
+        reply, replayed = commands.join(request.data, idempotency_key=request.headers.get("Idempotency-Key"))
+        response = Response(reply.body, status=reply.status)
+        if replayed:
             response["Idempotent-Replayed"] = "true"
         return response
 
 
 class SpaceDetailView(SpaceView):
     serializer_class = s.SpaceSerializer
-    required_roles = {"PATCH": STEWARD}
+    required_roles = {"PATCH": commands.UPDATE_SPACE.role}
 
     def get(self, request: Request, slug: str) -> Response:
         return Response(s.SpaceSerializer(self.space).data)
 
     @extend_schema(request=s.SpaceUpdateSerializer)
     def patch(self, request: Request, slug: str) -> Response:
-        changes = self.validated(s.SpaceUpdateSerializer)
-        space = services.update_space(space=self.space, **changes)
-        return Response(s.SpaceSerializer(space).data)
+        return self.run(commands.UPDATE_SPACE)
 
 
 class JoinLinkListView(SpaceView):
     serializer_class = s.JoinLinkSerializer
-    required_roles = {"GET": STEWARD, "POST": STEWARD}
+    required_roles = {"GET": STEWARD, "POST": commands.CREATE_JOIN_LINK.role}
 
     query_parameters = CURSOR_PAGING
 
@@ -147,29 +127,15 @@ class JoinLinkListView(SpaceView):
         "id": serializers.IntegerField(), "link": serializers.URLField(), "token": serializers.CharField(),
         **{name: field for name, field in s.JoinLinkSerializer().fields.items() if name != "id"}})})
     def post(self, request: Request, slug: str) -> Response:
-        data = self.validated(s.JoinLinkCreateSerializer)
-        link, token = services.create_join_link(space=self.space, actor=self.member, **data)
-        return Response(
-            {"id": link.pk, "link": request.build_absolute_uri(f"/v1/join?token={token}"), "token": token,
-             **s.JoinLinkSerializer(link).data},
-            status=status.HTTP_201_CREATED,
-        )
+        return self.run(commands.CREATE_JOIN_LINK, base_url=request.build_absolute_uri("/"))
 
 
 class JoinLinkDetailView(SpaceView):
     serializer_class = s.JoinLinkSerializer
-    required_roles = {"DELETE": STEWARD}
+    required_roles = {"DELETE": commands.DELETE_JOIN_LINK.role}
 
     def delete(self, request: Request, slug: str, link_id: str) -> Response:
-        self.no_input()
-        services.delete_join_link(link=selectors.get_join_link(space=self.space, link_id=link_id))
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-def members_with_keys(space):
-    return Member.objects.filter(space=space).prefetch_related(
-        Prefetch("api_keys", queryset=ApiKey.objects.order_by("created_at"))
-    )
+        return self.run(commands.DELETE_JOIN_LINK, link_id=link_id)
 
 
 class MemberListView(SpaceView):
@@ -180,19 +146,16 @@ class MemberListView(SpaceView):
 
     @page_of(s.MemberSerializer, "Member")
     def get(self, request: Request, slug: str) -> Response:
-        return self.paginate(members_with_keys(self.space), s.MemberSerializer)
+        return self.paginate(selectors.members_with_keys(self.space), s.MemberSerializer)
 
 
 class MemberDetailView(SpaceView):
     serializer_class = s.MemberSerializer
-    required_roles = {"PATCH": STEWARD}
+    required_roles = {"PATCH": commands.CHANGE_ROLE.role}
 
     @extend_schema(request=s.MemberRoleSerializer)
     def patch(self, request: Request, slug: str, member_id: str) -> Response:
-        member = selectors.get_member(space=self.space, member_id=member_id)
-        data = self.validated(s.MemberRoleSerializer)
-        member = services.change_role(member=member, role=data["role"])
-        return Response(s.MemberSerializer(members_with_keys(self.space).get(pk=member.pk)).data)
+        return self.run(commands.CHANGE_ROLE, member_id=member_id)
 
 
 class MemberKeysView(SpaceView):
@@ -201,24 +164,7 @@ class MemberKeysView(SpaceView):
 
     @extend_schema(request=s.IssueKeySerializer)
     def post(self, request: Request, slug: str, member_id: str) -> Response:
-        member = selectors.get_member(space=self.space, member_id=member_id)
-        if member.pk != self.member.pk and self.member.role != STEWARD:
-            raise errors.Forbidden("Only a steward issues keys for another member.")
-        data = self.validated(s.IssueKeySerializer)
-        key, raw = services.issue_key(member=member, expires_at=data.get("expires_at"), asked_by=request.auth)
-        return mark_secret(Response(issued_key_body(key, raw), status=status.HTTP_201_CREATED),
-                           SecretAnswer("api_key", ("key",), {"prefix": key.prefix}))
-
-
-def issued_key_body(key: ApiKey, raw: str) -> dict:
-    return {"key": raw, "member": key.member_id, **s.KeySerializer(key).data}
-
-
-@reissuer("api_key")
-def reissue_api_key(ref: dict) -> tuple[dict, dict]:
-    """A replayed key issue: the same member gets a fresh key and the lost answer's key is revoked."""
-    key, raw = services.reissue_key(prefix=ref["prefix"])
-    return issued_key_body(key, raw), {"prefix": key.prefix}
+        return self.run(commands.ISSUE_KEY, member_id=member_id, asked_by=request.auth)
 
 
 class KeyRevokeView(SpaceView):
@@ -226,12 +172,7 @@ class KeyRevokeView(SpaceView):
     serializer_class = s.KeySerializer
 
     def delete(self, request: Request, prefix: str) -> Response:
-        self.no_input()
-        key = selectors.get_key(space=self.space, prefix=prefix)
-        if key.member_id != self.member.pk and self.member.role != STEWARD:
-            raise errors.KeyNotFound()
-        services.revoke_key(key=key)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return self.run(commands.REVOKE_KEY, prefix=prefix)
 
 
 class CharterListView(SpaceView):
@@ -247,32 +188,19 @@ class CharterListView(SpaceView):
 
 class CharterItemView(SpaceView):
     serializer_class = s.CharterItemSerializer
-    required_roles = {"PUT": STEWARD, "DELETE": STEWARD}
-
-    def work_item_id(self, raw: str) -> str:
-        work_item_id = normalize_work_item_id(raw)
-        if work_item_id is None:
-            raise errors.CatalogInvalid(f"{raw!r} is not a work item id: T followed by digits, such as T1.")
-        return work_item_id
+    required_roles = {"PUT": commands.SAVE_CHARTER_ITEM.role, "DELETE": commands.DELETE_CHARTER_ITEM.role}
 
     def get(self, request: Request, slug: str, work_item_id: str) -> Response:
-        item = selectors.get_charter_item(space=self.space, work_item_id=self.work_item_id(work_item_id))
+        item = selectors.get_charter_item(space=self.space, work_item_id=commands.work_item_id_of(work_item_id))
         return Response(s.CharterItemSerializer(item).data)
 
     @extend_schema(request=s.CharterUpsertSerializer,
                    responses={200: s.CharterItemSerializer, 201: s.CharterItemSerializer})  # 201: a new slot
     def put(self, request: Request, slug: str, work_item_id: str) -> Response:
-        data = self.validated(s.CharterUpsertSerializer)
-        item, created = services.upsert_charter_item(
-            space=self.space, work_item_id=self.work_item_id(work_item_id), **data
-        )
-        return Response(s.CharterItemSerializer(item).data, status=201 if created else 200)
+        return self.run(commands.SAVE_CHARTER_ITEM, work_item_id=work_item_id)
 
     def delete(self, request: Request, slug: str, work_item_id: str) -> Response:
-        self.no_input()
-        item = selectors.get_charter_item(space=self.space, work_item_id=self.work_item_id(work_item_id))
-        services.delete_charter_item(item=item)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return self.run(commands.DELETE_CHARTER_ITEM, work_item_id=work_item_id)
 
 
 class PostListView(SpaceView):
@@ -292,24 +220,20 @@ class PostListView(SpaceView):
 
 class PostHideView(SpaceView):
     serializer_class = s.PostSerializer
-    required_roles = {"POST": WRITE}
+    required_roles = {"POST": commands.HIDE_POST.role}
 
     @extend_schema(request=None)
     def post(self, request: Request, slug: str, post_id: str) -> Response:
-        self.no_input()
-        post = services.hide_post(post=selectors.get_post(space=self.space, post_id=post_id), actor=self.member)
-        return Response(s.PostSerializer(post).data)
+        return self.run(commands.HIDE_POST, post_id=post_id)
 
 
 class PostWithholdView(SpaceView):
     serializer_class = s.PostSerializer
-    required_roles = {"POST": STEWARD}
+    required_roles = {"POST": commands.WITHHOLD_POST.role}
 
     @extend_schema(request=None)
     def post(self, request: Request, slug: str, post_id: str) -> Response:
-        self.no_input()
-        post = services.withhold_post(post=selectors.get_post(space=self.space, post_id=post_id), actor=self.member)
-        return Response(s.PostSerializer(post).data)
+        return self.run(commands.WITHHOLD_POST, post_id=post_id)
 
 
 class ReferenceView(ApiView):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 

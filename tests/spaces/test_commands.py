@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from spaces.models import ApiKey, CharterItem, Space
-from spaces.services import authenticate_key
+from spaces.key_lookup import authenticate_key
 from tests.conftest import FIXTURE
 
 

@@ -6,7 +6,8 @@ import pytest
 from django.test import Client, override_settings
 
 from spaces.models import RateCounter, Space
-from spaces.throttles import client_address, purge_rate_counters
+from fronts.client_address import client_address
+from spaces.throttles import purge_rate_counters
 from tests.conftest import ApiClient
 from tests.live_server import gunicorn
 

@@ -6,9 +6,10 @@ import hashlib
 from django.conf import settings
 from rest_framework import authentication, exceptions
 
+from fronts.client_address import client_address
 from spaces import throttles
 from spaces.models import ApiKey
-from spaces.services import authenticate_key, split_key
+from spaces.key_lookup import authenticate_key, split_key
 
 
 def bearer_token(header: str) -> str | None:
@@ -35,7 +36,7 @@ def request_api_key(request) -> ApiKey | None:
 
 def refused_token(request, token: str) -> str:
     """How a refused token is remembered: by address and a digest (the token itself is not kept)."""
-    return f"{throttles.client_address(request)} {hashlib.sha256(token.encode()).hexdigest()[:32]}"
+    return f"{client_address(request)} {hashlib.sha256(token.encode()).hexdigest()[:32]}"
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -52,7 +53,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             # A key that failed fails for the rest of the minute too (its secret does not change):
             # asked again from this address, it is refused without a lookup.
             throttles.VERDICTS.remember("bad_token", refused_token(request._request, token), throttles.seconds_to_minute_end())
-            refused = throttles.hit("bad_key", throttles.client_address(request._request),
+            refused = throttles.hit("bad_key", client_address(request._request),
                                     settings.SPACES_BAD_KEY_LIMIT_PER_MINUTE)
             if refused is not None:
                 raise refused

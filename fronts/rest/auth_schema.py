@@ -3,7 +3,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "spaces.auth.ApiKeyAuthentication"
+    target_class = "fronts.rest.authentication.ApiKeyAuthentication"
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema):
