@@ -208,3 +208,37 @@ def with_query(name: str, parts: Sequence[Cte], select: str, *, reads: Sequence[
     return Statement(name, "WITH " + ", ".join(
         f"{part.name} AS {'MATERIALIZED ' if part.materialized else ''}({part.body})" for part in placed.values())
         + " " + select)
+
+
+# --- Triggers by name ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A rule the database keeps as a trigger, defined where a reader finds it (its app's
+    ``triggers`` module) and applied by a migration from there: a PL/pgSQL function named
+    ``name`` whose body is ``body``, run ``timing`` each row of ``on``. ``deferred``: a
+    constraint trigger that runs as its transaction commits."""
+
+    name: str
+    on: str
+    timing: str
+    body: str
+    deferred: bool = False
+
+    def install_sql(self) -> str:
+        """The function (replaced in place), then the trigger (made again): idempotent."""
+        kind = "CONSTRAINT TRIGGER" if self.deferred else "TRIGGER"
+        defer = " DEFERRABLE INITIALLY DEFERRED" if self.deferred else ""
+        return (f"CREATE OR REPLACE FUNCTION {self.name}() RETURNS trigger LANGUAGE plpgsql AS $${self.body}$$; "
+                f"DROP TRIGGER IF EXISTS {self.name} ON {self.on}; "
+                f"CREATE {kind} {self.name} {self.timing} ON {self.on}{defer} "
+                f"FOR EACH ROW EXECUTE FUNCTION {self.name}();")
+
+    def installed(self, cursor) -> tuple[str | None, bool]:
+        """The body the database runs under this name, and whether the trigger is on its table."""
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [self.name])
+        row = cursor.fetchone()
+        cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass "
+                       "AND tgdeferrable = %s", [self.name, self.on, self.deferred])
+        return (row[0] if row else None), cursor.fetchone()[0] == 1

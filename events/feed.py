@@ -18,11 +18,11 @@ from common import gate
 from common.sql import column, table
 from events.errors import EventsExpired
 from events.models import Event, FeedCounter
+from events.triggers import CHANNEL  # NOTIFY'd with the space's id as events commit (events.triggers)
 
 MAX_LIMIT = 500
 DEFAULT_LIMIT = 100
 MAX_WAIT = 60  # seconds a ?wait= may ask
-CHANNEL = "spaces_events"  # NOTIFY'd with the space's id as events commit (events/migrations/0002)
 STREAM_SECONDS = 600  # a stream ends after this; the client reconnects with Last-Event-ID
 KEEPALIVE_SECONDS = 15  # a stream says something at least this often
 
