@@ -49,9 +49,10 @@ class Page:
 # The changes of a space itself that are events of its feed (a task's are ``task.`` and its
 # history's kind); GET /v1/reference?section=events lists them from here.
 SPACE_TYPES = (
-    "space.settings_changed", "member.added", "member.role_changed", "key.issued", "key.revoked",
+    "space.settings_changed", "member.added", "member.role_changed", "member.kind_changed", "key.issued", "key.revoked",
     "catalog.item_saved", "catalog.item_deleted", "catalog.imported", "hold.added", "hold.released",
     "webhook.disabled", "budget.threshold", "budget.exhausted",
+    "approval.requested", "approval.given", "approval.refused",
 )
 
 

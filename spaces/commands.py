@@ -14,7 +14,7 @@ from commands.base import Command, Reply, command, validated
 from common.idempotency_keys import check_idempotency_key
 from spaces import errors, selectors, services
 from spaces.catalog import normalize_work_item_id
-from spaces.models import ApiKey, Member, Role, Space
+from spaces.models import ApiKey, Member, MemberKind, Role, Space
 from spaces.secrets import SecretAnswer, reissuer
 from spaces.serializers import (
     CharterItemSerializer,
@@ -50,9 +50,9 @@ def open_space(*, unit: Any, slug: str, name: str, **settings: Any) -> Space:
     return services.update_space(space=space, **changes) if changes else space
 
 
-def add_member(*, unit: Any, space: Space, role: str, name: str | None = None) -> Member:
-    """An operator's new member (a member joins by a link otherwise)."""
-    return services.add_member(space=space, role=role, name=name)
+def add_member(*, unit: Any, space: Space, role: str, name: str | None = None, kind: str = MemberKind.AGENT) -> Member:
+    """An operator's new member (a member joins by a link otherwise): an agent, or a person."""
+    return services.add_member(space=space, role=role, name=name, kind=kind)
 
 
 def steward_for_admin_user(*, space: Space, username: str) -> Member:
@@ -99,8 +99,13 @@ def member_answer(member: Member) -> dict:
     return MemberSerializer(selectors.members_with_keys(member.space).get(pk=member.pk)).data
 
 
-def _change_role(member: Member, *, unit: Any, member_id: object, role: str) -> Reply:
-    changed = services.change_role(member=selectors.get_member(space=member.space, member_id=member_id), role=role)
+def _change_member(member: Member, *, unit: Any, member_id: object, role: str | None = None,
+                   kind: str | None = None) -> Reply:
+    changed = selectors.get_member(space=member.space, member_id=member_id)
+    if kind is not None:
+        changed = services.change_kind(member=changed, kind=kind)
+    if role is not None:
+        changed = services.change_role(member=changed, role=role)
     return Reply(200, member_answer(changed))
 
 
@@ -136,7 +141,7 @@ def _revoke_key(member: Member, *, unit: Any, prefix: str) -> Reply:
     return Reply(204, None)
 
 
-CHANGE_ROLE = Command("change_role", Role.STEWARD, _change_role, input=MemberRoleSerializer)
+CHANGE_MEMBER = Command("change_member", Role.STEWARD, _change_member, input=MemberRoleSerializer)
 ISSUE_KEY = Command("issue_key", Role.READER, _issue_key, input=IssueKeySerializer)
 REVOKE_KEY = Command("revoke_key", Role.READER, _revoke_key)
 

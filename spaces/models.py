@@ -24,7 +24,30 @@ SPACE_SETTINGS = (
     "max_waits_per_key",
     "event_retention_days",
     "budget_usd",
+    "approval_required",
+    "checks_by",
 )
+
+
+class ApprovalRequired(models.TextChoices):
+    """SPEC §21: which creates wait for an approval (``proposed``) before anyone may claim them."""
+
+    NONE = "none"
+    UNCATALOGUED = "uncatalogued"  # tasks that bound no catalog slot
+    AGENTS = "agents"  # tasks an agent member created
+    ALL = "all"
+
+
+class ChecksBy(models.TextChoices):
+    """SPEC §21: whose confirmation accepts an attempt."""
+
+    ANY = "any"
+    PEOPLE = "people"
+
+
+class MemberKind(models.TextChoices):
+    AGENT = "agent"
+    PERSON = "person"
 
 
 class Space(models.Model):
@@ -51,6 +74,9 @@ class Space(models.Model):
     event_retention_days = models.PositiveSmallIntegerField(default=30)
     # SPEC §19: the most the space may spend in a calendar month (UTC); null: no budget.
     budget_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    # SPEC §21: people in the loop.
+    approval_required = models.CharField(max_length=16, choices=ApprovalRequired.choices, default=ApprovalRequired.NONE)
+    checks_by = models.CharField(max_length=8, choices=ChecksBy.choices, default=ChecksBy.ANY)
     # Bumped in the transaction of every catalog change: server processes compare it to
     # decide whether their in-memory bind index is still current.
     catalog_version = models.PositiveBigIntegerField(default=0)
@@ -87,6 +113,9 @@ class Space(models.Model):
                 condition=Q(max_attempts_per_cycle__gte=1, max_attempts_per_cycle__lte=5),
                 name="space_max_attempts_1_5",
             ),
+            models.CheckConstraint(condition=Q(approval_required__in=ApprovalRequired.values),
+                                   name="space_approval_required_valid"),
+            models.CheckConstraint(condition=Q(checks_by__in=ChecksBy.values), name="space_checks_by_valid"),
         ]
 
     def __str__(self) -> str:
@@ -107,12 +136,14 @@ class Member(models.Model):
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="members", db_index=False)
     name = models.CharField(max_length=100)
     role = models.CharField(max_length=16, choices=Role.choices)
+    kind = models.CharField(max_length=8, choices=MemberKind.choices, default=MemberKind.AGENT)  # SPEC §21
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["space", "name"], name="member_unique_name_per_space"),
             models.CheckConstraint(condition=Q(role__in=Role.values), name="member_role_valid"),
+            models.CheckConstraint(condition=Q(kind__in=MemberKind.values), name="member_kind_valid"),
         ]
 
     def __str__(self) -> str:

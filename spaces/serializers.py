@@ -7,7 +7,9 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from spaces.catalog import MAX_ALIASES, MAX_TITLE, WORK_ITEM_ID_PATTERN
-from spaces.models import SPACE_SETTINGS, ApiKey, CharterItem, JoinLink, Member, Post, Role, Space
+from spaces.models import (
+    SPACE_SETTINGS, ApiKey, ApprovalRequired, CharterItem, ChecksBy, JoinLink, Member, MemberKind, Post, Role, Space,
+)
 
 MAX_BODY = 64 * 1024  # SPEC §3: a task, post or note body is at most 64 KiB
 
@@ -135,6 +137,8 @@ class SpaceUpdateSerializer(StrictInputSerializer):
     event_retention_days = serializers.IntegerField(min_value=1, max_value=365, required=False)
     budget_usd = serializers.DecimalField(max_digits=14, decimal_places=6, min_value=0, required=False,
                                           allow_null=True, coerce_to_string=False)  # SPEC §19
+    approval_required = serializers.ChoiceField(choices=ApprovalRequired.choices, required=False)  # SPEC §21
+    checks_by = serializers.ChoiceField(choices=ChecksBy.choices, required=False)  # SPEC §21
 
 
 class KeySerializer(serializers.ModelSerializer):
@@ -148,11 +152,19 @@ class MemberSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Member
-        fields = ["id", "name", "role", "created_at", "keys"]
+        fields = ["id", "name", "role", "kind", "created_at", "keys"]
 
 
 class MemberRoleSerializer(StrictInputSerializer):
-    role = serializers.ChoiceField(choices=Role.choices)
+    """``PATCH …/members/{id}``: its role, or whether it is an agent or a person (SPEC §21), or both."""
+
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    kind = serializers.ChoiceField(choices=MemberKind.choices, required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        if not attrs:
+            raise serializers.ValidationError({"role": ["Give role, kind or both."]})
+        return attrs
 
 
 def future(value):

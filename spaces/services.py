@@ -29,6 +29,7 @@ from spaces.models import (
     JoinRedemption,
     KeyPrefix,
     Member,
+    MemberKind,
     Post,
     Role,
     Space,
@@ -143,13 +144,14 @@ def generated_member_name(space: Space, role: str) -> str:
     return f"{role}-{secrets.token_hex(3)}"
 
 
-def add_member(*, space: Space, role: str, name: str | None = None) -> Member:
+def add_member(*, space: Space, role: str, name: str | None = None, kind: str = MemberKind.AGENT) -> Member:
     if role not in Role.values:
         raise errors.RoleInvalid(f"Role {role!r} is not one of {', '.join(Role.values)}.")
     for _ in range(5):
         try:
             with transaction.atomic():
-                member = Member.objects.create(space=space, role=role, name=name or generated_member_name(space, role))
+                member = Member.objects.create(space=space, role=role, kind=kind,
+                                               name=name or generated_member_name(space, role))
                 feed.record(space_id=space.pk, type="member.added",
                             data={"member": member.pk, "name": member.name, "role": role})
                 return member
@@ -179,6 +181,15 @@ def change_role(*, member: Member, role: str) -> Member:
         member.save(update_fields=["role"])
         ApiKey.objects.filter(member=member).update(generation=F("generation") + 1)
         feed.record(space_id=member.space_id, type="member.role_changed", data={"member": member.pk, "role": role})
+    return member
+
+
+def change_kind(*, member: Member, kind: str) -> Member:
+    """An agent or a person (SPEC §21): what a person's check and the approval setting read."""
+    with transaction.atomic():
+        if Member.objects.filter(pk=member.pk).exclude(kind=kind).update(kind=kind):
+            feed.record(space_id=member.space_id, type="member.kind_changed", data={"member": member.pk, "kind": kind})
+    member.refresh_from_db()
     return member
 
 

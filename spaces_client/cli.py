@@ -177,6 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_graph_options(p)
     p.add_argument("--blocked-by", dest="blocked_by", type=int, action="append", metavar="N",
                    help="a task this one waits on (repeat for more)")
+    p.add_argument("--approval", action="store_true", default=None,
+                   help="create it proposed: nobody works on it until a steward (or --approver) approves")
+    p.add_argument("--approver", type=int, metavar="MEMBER", help="the member id who may approve it besides stewards")
+    p = sub.add_parser("approve", help="a proposed task may start (a steward or its approver): spaces approve 5")
+    p.add_argument("number", type=int)
+    p = sub.add_parser("refuse", help="a proposed task is not to be done: spaces refuse 5 --reason 'not now'")
+    p.add_argument("number", type=int)
+    p.add_argument("--reason", default="")
     p = sub.add_parser("update", help="change a task's priority or labels: spaces update 5 --priority 0 --label api")
     p.add_argument("number", type=int)
     add_graph_options(p)
@@ -291,7 +299,10 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
     actions: dict[str, Callable[[], Any]] = {
         "create": lambda: client.create_task(args.title, body=args.body, **given(
             delivery_mode=args.delivery_mode, work_item_id=args.work_item_id, priority=args.priority,
-            labels=args.labels, blocked_by=args.blocked_by, if_similar=args.if_similar)),
+            labels=args.labels, blocked_by=args.blocked_by, if_similar=args.if_similar, approval=args.approval,
+            approver=args.approver)),
+        "approve": lambda: client.approve(args.number),
+        "refuse": lambda: client.refuse(args.number, args.reason),
         "update": lambda: client.update_task(args.number, **given(
             priority=args.priority, labels=[] if args.no_labels else args.labels)),
         "block": lambda: client.block(args.number, args.blocker),

@@ -125,6 +125,14 @@ class SpacesClient:
     def create_task(self, title: str, **extra: Any) -> dict:
         return self.request("POST", self.space("/tasks"), {"title": title, **extra})
 
+    def approve(self, number: int) -> dict:
+        """A proposed task may start (SPEC §21): a steward's, or its approver's."""
+        return self.request("POST", self.space(f"/tasks/{number}/approve"), {})
+
+    def refuse(self, number: int, reason: str = "") -> dict:
+        """A proposed task is not to be done (SPEC §21): a steward's, or its approver's."""
+        return self.request("POST", self.space(f"/tasks/{number}/refuse"), {"reason": reason})
+
     def summary(self) -> dict:
         return self.request("GET", self.space("/summary"))
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from common.refusals import NotFound
 from costs import services as costs
 from costs.services import Cost
-from spaces.models import Member, Post, Space
+from spaces.models import ChecksBy, Member, MemberKind, Post, Space
 from spaces.selectors import as_int
 from tasks import errors, graph, wakeups
 from tasks.claims import end_claims
@@ -166,8 +166,15 @@ def check_may_check(task: Task, attempt: Attempt, member: Member, verdict: str) 
         raise errors.CheckExists(f"You already checked attempt {attempt.number}.")
 
 
+def person_check_required(space: Space, member: Member) -> bool:
+    """SPEC §21: in a space whose attempts a person's confirmation accepts, an agent's would not."""
+    return space.checks_by == ChecksBy.PEOPLE and member.kind != MemberKind.PERSON
+
+
 def confirm_attempt(*, task: Task, number: object, member: Member) -> tuple[Task, Attempt]:
     """A confirmation; the task as it is now and the attempt."""
+    if person_check_required(task.space, member):
+        raise errors.PersonCheckRequired()
     with transaction.atomic():
         task, attempt = lock_attempt(task=task, number=number)
         check_may_check(task, attempt, member, Verdict.CONFIRM)
@@ -248,6 +255,9 @@ def checkable_attempts(*, space: Space, member: Member) -> QuerySet[Attempt]:
 
 
 def offer_check(*, space: Space, member: Member) -> tuple[Task, Attempt] | None:
-    """``next {"kind": "check"}``: the oldest waiting attempt the caller may check, if any."""
+    """``next {"kind": "check"}``: the oldest waiting attempt the caller may check, if any (none
+    for an agent where a person's check accepts, SPEC §21 ``checks_by``)."""
+    if person_check_required(space, member):
+        return None
     attempt = checkable_attempts(space=space, member=member).select_related("task", "post").first()
     return None if attempt is None else (attempt.task, attempt)

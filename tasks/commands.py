@@ -19,7 +19,7 @@ from spaces.models import Member, Role, Space
 from spaces.catalog import normalize_work_item_id
 from commands.base import Reply, command, validated
 from spaces.selectors import get_member
-from tasks import attempts, claims, graph, lapses, selectors, services, similarity, stewardship, waiting
+from tasks import approvals, attempts, claims, graph, lapses, selectors, services, similarity, stewardship, waiting
 from tasks.errors import SurvivorInvalid
 from tasks.models import Claim, Task
 from tasks.serializers import (
@@ -289,6 +289,21 @@ def withdraw_task(member: Member, *, unit: UnitOfWork, number: object, reason: s
 def reject_task(member: Member, *, unit: UnitOfWork, number: object, reason: str) -> Reply:
     task = stewardship.reject_task(task=selectors.get_task(space=member.space, number=number), actor=member,
                                    reason=reason)
+    return Reply(200, task_body(task))
+
+
+# --- Approval before work starts (SPEC §21) ---------------------------------------------------
+
+
+@command("approve_task", Role.READER)  # a steward or the task's approver: the service checks who
+def approve_task(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
+    task = approvals.approve(task=selectors.get_task(space=member.space, number=number), actor=member)
+    return Reply(200, task_body(task))
+
+
+@command("refuse_task", Role.READER, input=CloseSerializer)  # a steward or the task's approver
+def refuse_task(member: Member, *, unit: UnitOfWork, number: object, reason: str) -> Reply:
+    task = approvals.refuse(task=selectors.get_task(space=member.space, number=number), actor=member, reason=reason)
     return Reply(200, task_body(task))
 
 

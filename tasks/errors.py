@@ -139,6 +139,28 @@ class AlreadySuperseded(DomainError):
     meaning = "This task was superseded already; `surviving_task` names its survivor."
 
 
+class NotApprover(DomainError):
+    code = "not_approver"
+    http_status = 403
+    title = "Not the approver"
+    meaning = "Only a steward or the member a proposed task names as its approver may approve or refuse it (SPEC §21)."
+
+
+class TaskNotProposed(DomainError):
+    code = "task_not_proposed"
+    http_status = 409
+    title = "Task not proposed"
+    meaning = ("The task is not waiting for an approval: it was approved or refused already, or never needed one; "
+               "`task_status` says what it is.")
+
+
+class PersonCheckRequired(DomainError):
+    code = "person_check_required"
+    http_status = 403
+    title = "A person's check"
+    meaning = "In this space a person's confirmation accepts an attempt (checks_by: people); an agent may reject one."
+
+
 class NotTaskCreator(DomainError):
     code = "not_task_creator"
     http_status = 403

@@ -21,6 +21,7 @@ from allocation.models import (
 
 
 class TaskStatus(models.TextChoices):
+    PROPOSED = "proposed"  # SPEC §21: waits for an approval; occupies its key, not ready
     OPEN = "open"
     CLAIMED = "claimed"
     ASSIGNED = "assigned"
@@ -32,7 +33,7 @@ class TaskStatus(models.TextChoices):
 
 
 # SPEC §4.4: these statuses occupy the task's conflict key; the others free it.
-LIVE_STATUSES = (TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.IN_REVIEW)
+LIVE_STATUSES = (TaskStatus.PROPOSED, TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.IN_REVIEW)
 TERMINAL_STATUSES = (TaskStatus.DONE, TaskStatus.REJECTED, TaskStatus.WITHDRAWN, TaskStatus.SUPERSEDED)
 
 # SPEC §13: 0 is the most urgent.
@@ -64,6 +65,8 @@ class Task(models.Model):
     status = models.CharField(max_length=16, choices=TaskStatus.choices, default=TaskStatus.OPEN)
     cycle = models.PositiveIntegerField(default=1)
     creator = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # SPEC §21: who besides the stewards may approve or refuse the task while it is proposed.
+    approver = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     received_seq = models.BigIntegerField()
     payload_sha256 = models.CharField(max_length=64)
     superseded_by = SpaceForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -221,6 +224,8 @@ class EventKind(models.TextChoices):
     BLOCKER_REMOVED = "blocker_removed"
     UNBLOCKED = "unblocked"
     BUDGET_CHANGED = "budget_changed"  # SPEC §19
+    APPROVED = "approved"  # SPEC §21: proposed → open
+    REFUSED = "refused"  # SPEC §21: proposed → rejected
 
 
 class TaskEvent(models.Model):
@@ -420,6 +425,9 @@ class NotificationKind(models.TextChoices):
     CLAIM_LAPSED = "claim_lapsed"
     TASK_UNBLOCKED = "task_unblocked"
     WEBHOOK_DISABLED = "webhook_disabled"
+    APPROVAL_REQUESTED = "approval_requested"  # SPEC §21: to the approver, or the stewards
+    APPROVAL_GIVEN = "approval_given"  # to the creator
+    APPROVAL_REFUSED = "approval_refused"  # to the creator
 
 
 class Notification(models.Model):

@@ -68,6 +68,7 @@ class TaskSerializer(serializers.Serializer):
     conflict_key = serializers.SerializerMethodField()
     cycle = serializers.IntegerField(read_only=True)
     creator = AuthorSerializer(read_only=True, allow_null=True)
+    approver = serializers.IntegerField(source="approver_id", read_only=True, allow_null=True)  # SPEC §21
     superseded_by = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
@@ -112,6 +113,7 @@ class TaskSerializer(serializers.Serializer):
             "conflict_key": task.conflict_key_dict(),
             "cycle": task.cycle,
             "creator": author(task.creator) if task.creator_id else None,
+            "approver": task.approver_id,
             "superseded_by": self.get_superseded_by(task),
             "created_at": iso(task.created_at),
             "updated_at": iso(task.updated_at),
@@ -190,6 +192,9 @@ class TaskCreateSerializer(FlatInputSerializer):
     # SPEC §16: "refuse" turns a similar live task into a 409; by default the create proceeds.
     if_similar = serializers.ChoiceField(choices=["allow", "refuse"], required=False, default="allow")
     budget_usd = budget_field(required=False, default=None)
+    # SPEC §21: ask for an approval before work starts, and who besides the stewards may give it.
+    approval = serializers.BooleanField(required=False, default=False)
+    approver = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False, allow_null=True, default=None)
 
 
 class SimilarSerializer(StrictInputSerializer):

@@ -28,7 +28,7 @@ from telemetry import tracing
 from spaces.models import Member, Role, Space
 from tasks.errors import NotTaskCreator
 from tasks.lifecycle import check_task_live, check_task_usable, record_event
-from tasks import graph, similarity, wakeups
+from tasks import approvals, graph, similarity, wakeups
 from tasks.errors import SimilarTaskExists
 from tasks.models import DEFAULT_PRIORITY, EventKind, Note, Task, TaskStatus
 from tasks.selectors import get_task
@@ -93,6 +93,7 @@ def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
                  delivery_mode: str = DeliveryMode.RESULT, work_item_id: str | None = None,
                  priority: int = DEFAULT_PRIORITY, labels: list[str] | None = None,
                  blocked_by: list[int] | None = None, if_similar: str = "allow", budget_usd: Decimal | None = None,
+                 approval: bool = False, approver: int | None = None,
                  operation: Operation | None = None, catalog_version: int | None = None) -> CreateIntent:
     """The first phase of a create (SPEC §4.5 steps 1–4): bind, key, reserve for ``operation``
     (a create that refuses similar tasks first looks for them, SPEC §16). Blockers are looked up
@@ -100,18 +101,23 @@ def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
     space's catalog version as this request read it (the key lookup loads the space with it);
     without it the version is read here."""
     blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
+    named_approver = approvals.approver_in(space, approver)
     task, key = bind_task(space=space, title=title, body=body, delivery_mode=delivery_mode,
                           work_item_id=work_item_id, catalog_version=catalog_version, priority=priority,
                           labels=labels, budget_usd=budget_usd)
     if if_similar == "refuse":
         look_for_similar(task, refuse=True)
-    return reserve_bound(task, key, actor=actor, operation=operation, blocked_by=blockers)
+    return reserve_bound(task, key, actor=actor, operation=operation, blocked_by=blockers, approval=approval,
+                         approver=named_approver)
 
 
 def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, operation: Operation | None,
-                  blocked_by: list[Task] = ()) -> CreateIntent:
+                  blocked_by: list[Task] = (), approval: bool = False, approver: Member | None = None) -> CreateIntent:
     space = task.space
     task.creator = actor
+    task.approver = approver
+    if approvals.needs_approval(space, actor, asked=approval, work_item_id=task.work_item_id):
+        task.status = TaskStatus.PROPOSED  # SPEC §21: occupies its key, not ready until approved
     reservation = allocation.reserve(
         space=space, key=key, member=actor, payload_sha256=task.payload_sha256, work_item_id=task.work_item_id,
         operation=operation, winner=task_winner,
@@ -135,12 +141,15 @@ def mutate_task(intent: CreateIntent, *, lock: dict[str, Any]) -> Task:
     the statement's failure ends the unit with nothing written, and its reservation lapses."""
     task = intent.task
     look_for_similar(task)
-    ready = not intent.blocked_by  # a task created with blockers wakes nobody yet
+    # A task created with blockers, or proposed (SPEC §21), wakes nobody yet.
+    ready = not intent.blocked_by and task.status == TaskStatus.OPEN
     if not insert_task_with_occupancy(task=task, reservation=intent.reservation, key=intent.key, lock=lock,
                                       wake=ready):
         raise NotInserted()
     if intent.blocked_by:
         graph.add_on_create(task, intent.blocked_by, task.creator)
+    if task.status == TaskStatus.PROPOSED:
+        approvals.announce(task)
     return task
 
 
@@ -171,6 +180,7 @@ def insert_task_with_occupancy(*, task: Task, reservation, key: ConflictKey, loc
             "space": task.space_id, "title": task.title, "body": task.body,
             "delivery_mode": task.delivery_mode, "work_item_id": task.work_item_id, "kind": key.kind,
             "target": key.target, "status": task.status, "cycle": task.cycle, "creator": task.creator_id,
+            "approver": task.approver_id,
             "received_seq": task.received_seq, "payload_sha256": task.payload_sha256, "now": now,
             "reservation": reservation.pk, "details": json.dumps(details),
             "priority": task.priority, "labels": task.labels, "terms": task.title_terms, "wake": wake,
@@ -211,7 +221,9 @@ def reserve_window(*, space: Space, actor: Member, proposals: list[dict], operat
             fields = {"body": "", "delivery_mode": DeliveryMode.RESULT, "work_item_id": None, **proposal}
             blocked_by = fields.pop("blocked_by", None)
             if_similar = fields.pop("if_similar", "allow")
+            approval, approver = fields.pop("approval", False), fields.pop("approver", None)
             blockers = graph.resolve_blockers(space, blocked_by) if blocked_by else []
+            named_approver = approvals.approver_in(space, approver)
             task, key = bind_task(space=space, catalog_version=catalog_version, **fields)
             if key in first_with_key:
                 outcomes.append(first_with_key[key])
@@ -219,7 +231,8 @@ def reserve_window(*, space: Space, actor: Member, proposals: list[dict], operat
             if if_similar == "refuse":
                 look_for_similar(task, refuse=True)
             first_with_key[key] = index
-            outcomes.append(reserve_bound(task, key, actor=actor, operation=operation, blocked_by=blockers))
+            outcomes.append(reserve_bound(task, key, actor=actor, operation=operation, blocked_by=blockers,
+                                          approval=approval, approver=named_approver))
         except DomainError as error:
             outcomes.append(error)
     return outcomes

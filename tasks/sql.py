@@ -50,6 +50,7 @@ def create_task_statement() -> Statement:
         "space": "%(space)s", "number": numbered.col("task_counter"), "title": "%(title)s", "body": "%(body)s",
         "delivery_mode": "%(delivery_mode)s", "work_item_id": "%(work_item_id)s", "conflict_kind": "%(kind)s",
         "conflict_target": "%(target)s", "status": "%(status)s", "cycle": "%(cycle)s", "creator": "%(creator)s",
+        "approver": "%(approver)s",
         "received_seq": "%(received_seq)s", "payload_sha256": "%(payload_sha256)s", "superseded_by": "NULL",
         "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
         "updated_at": "%(now)s", "priority": "%(priority)s", "labels": "%(labels)s::varchar[]",

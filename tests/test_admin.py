@@ -120,7 +120,8 @@ def space_settings(space, **changes) -> dict:
     values = {"slug": space.slug, "name": space.name, "task_claim_hours": 4, "claim_lease_seconds": "",
               "confirmations_required": 1, "allocation_window_seconds": 15, "max_claims_per_task": 3,
               "max_attempts_per_cycle": 5, "requests_per_minute": "", "similar_threshold": 0.45,
-              "max_queued_exports": 3, "max_waits_per_key": 8, "event_retention_days": 30}
+              "max_queued_exports": 3, "max_waits_per_key": 8, "event_retention_days": 30,
+              "approval_required": "none", "checks_by": "any"}
     return {**values, **changes}
 
 
@@ -164,11 +165,12 @@ def test_a_member_added_in_the_admin_is_announced_as_one_that_joined(admin_clien
     from events.models import Event
 
     response = admin_client.post("/admin/spaces/member/add/", {
-        "space": space.pk, "name": "reviewer-2", "role": "reader", "created_at_0": "2026-01-01",
+        "space": space.pk, "name": "reviewer-2", "role": "reader", "kind": "person", "created_at_0": "2026-01-01",
         "created_at_1": "00:00:00", "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0",
         "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000"})
     assert response.status_code == 302, response.content.decode()[:2000]
     member = Member.objects.get(space=space, name="reviewer-2")
+    assert member.kind == "person"
     assert Event.objects.get(space_id=space.pk, type="member.added").data == {
         "member": member.pk, "name": "reviewer-2", "role": "reader"}
 
@@ -229,7 +231,7 @@ def test_issue_a_key_shown_once_and_revoke(admin_client, space, writer):
 def test_role_change_in_the_admin_goes_through_the_service(admin_client, space, writer):
     generation = writer.member.api_keys.get().generation
     admin_client.post(f"/admin/spaces/member/{writer.member.pk}/change/", {
-        "space": space.pk, "name": writer.member.name, "role": "reader", "created_at_0": "2026-01-01",
+        "space": space.pk, "name": writer.member.name, "role": "reader", "kind": "agent", "created_at_0": "2026-01-01",
         "created_at_1": "00:00:00", "api_keys-TOTAL_FORMS": "0", "api_keys-INITIAL_FORMS": "0",
         "api_keys-MIN_NUM_FORMS": "0", "api_keys-MAX_NUM_FORMS": "1000"})
     assert Member.objects.get(pk=writer.member.pk).role == "reader"

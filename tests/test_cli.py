@@ -192,3 +192,22 @@ def test_a_steward_manages_webhooks_from_the_command_line():
             assert spaces_cli(base, steward, "webhooks", "list").stdout == "none\n"
     finally:
         receiver.close()
+
+
+def test_a_proposal_is_approved_or_refused_from_the_command_line():
+    """SPEC §21: `spaces create --approval`, then `spaces approve` or `spaces refuse`."""
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    _, steward = member_with_key(space, "steward", "lead")
+    with gunicorn(workers=1) as base:
+        created = spaces_cli(base, writer, "create", "Migrate the build to the new runner", "--approval")
+        assert created.returncode == 0 and "(proposed" in created.stdout, created.stdout
+        assert json.loads(spaces_cli(base, writer, "--json", "next").stdout) == {"task": None}
+        refused_by_writer = spaces_cli(base, writer, "--json", "approve", "1")
+        assert refused_by_writer.returncode == 1 and "not_approver" in refused_by_writer.stdout, refused_by_writer.stdout
+        assert spaces_cli(base, steward, "approve", "1").returncode == 0
+        second = spaces_cli(base, writer, "create", "Rotate the signing keys", "--approval")
+        assert second.returncode == 0
+        assert spaces_cli(base, steward, "refuse", "2", "--reason", "not now").returncode == 0
+    assert dict(Task.objects.values_list("number", "status")) == {1: "open", 2: "rejected"}
+    assert Task.objects.get(number=2).close_reason == "not now"

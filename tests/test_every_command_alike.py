@@ -79,6 +79,15 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("writer", "get_task", {"number": 2}, None),
     ("reader", "space_costs", {}, {"group_by": "model"}),
     ("reader", "space_costs", {}, {"group_by": "colour"}),  # 422
+    # SPEC §21: approval before work starts.
+    ("writer", "create_task", {}, {"title": "Migrate the build to the new runner", "approval": True}),  # proposed: 5
+    ("writer", "next_task", {}, {"number": 5}),  # 409 task_not_open: a proposal is not ready
+    ("writer", "approve_task", {"number": 5}, None),  # 403 not_approver
+    ("steward", "approve_task", {"number": 5}, None),
+    ("steward", "refuse_task", {"number": 5}, {"reason": "not now"}),  # 409 task_not_proposed
+    ("writer", "create_task", {}, {"title": "Rotate the signing keys", "approval": True, "approver": 99}),  # 422
+    ("writer", "create_task", {}, {"title": "Rotate the signing keys", "approval": True}),  # proposed: 6
+    ("steward", "refuse_task", {"number": 6}, {"reason": "not now"}),
 ]
 
 REST: dict[str, tuple[str, str]] = {
@@ -94,7 +103,8 @@ REST: dict[str, tuple[str, str]] = {
     "hold_slot": ("POST", "/holds"), "release_slot": ("DELETE", "/holds/{work_item_id}"), "get_task": ("GET", "/tasks/{number}"),
     "bind_title": ("POST", "/bind"), "similar_tasks": ("GET", "/tasks/similar"),
     "likely_duplicates": ("GET", "/tasks/duplicates"), "mark_not_duplicate": ("POST", "/tasks/{number}/not-duplicate"),
-    "space_costs": ("GET", "/costs"),
+    "space_costs": ("GET", "/costs"), "approve_task": ("POST", "/tasks/{number}/approve"),
+    "refuse_task": ("POST", "/tasks/{number}/refuse"),
 }
 # MCP tool arguments where they are not the input itself (flat lookups, and renamed fields).
 MCP_ARGUMENTS = {"add_blocker": lambda data: {"blocker": data["task"]}}

@@ -256,8 +256,8 @@ def test_a_waiter_whose_client_hung_up_claims_nothing_and_the_next_waiter_gets_t
 
 def test_waits_past_a_servers_capacity_are_503_at_once_and_other_routes_keep_their_speed():
     """SPEC §15 Capacity: more waited nexts than the server's threads. The waits it may hold
-    wait; the rest answer 503 at once; a plain read meanwhile answers at its speed (it took
-    seconds when every thread was held by a wait)."""
+    wait; the rest answer 503 at once; plain reads meanwhile are answered while every held wait
+    is still waiting (when every thread was held by a wait, a read waited for one to end)."""
     space = load_agent_lab()
     keys = [member_with_key(space, "writer", f"agent-{i}")[1] for i in range(24)]
     _, reader = member_with_key(space, "reader", "reader")
@@ -269,13 +269,12 @@ def test_waits_past_a_servers_capacity_are_503_at_once_and_other_routes_keep_the
 
         threads, results, errors = in_threads(24, wait)
         time.sleep(2)
-        reads = []
         for _ in range(5):
-            started = time.monotonic()
             assert httpx.get(f"{base}{S}/tasks", headers=headers(reader), timeout=30).status_code == 200
-            reads.append(time.monotonic() - started)
+        # A condition, not a clock: the reads were answered before any held wait ended.
+        ended_before_the_reads = [result for result in results if result is not None and result[0] == 200]
         finish(threads, errors)
-    assert max(reads) < 1.0, reads
+    assert ended_before_the_reads == []
     waited = [elapsed for status, elapsed in results if status == 200]
     full = [elapsed for status, elapsed in results if status == 503]
     assert len(waited) == 12 and len(full) == 12, results

@@ -133,7 +133,8 @@ def test_a_keys_tool_list_is_what_its_role_may_call_in_under_10_kb_for_a_writer(
     steward_only = {name for name, command in COMMANDS.items() if command.role == "steward"} & stewards
     assert steward_only >= {"supersede_task", "assign_task", "reject_task", "hold_slot", "release_slot"}
     assert readers < writers < stewards and not steward_only & writers
-    assert stewards - writers == steward_only
+    # A proposal's decision (SPEC §21) is listed to stewards, and to a member a proposal names approver.
+    assert stewards - writers == steward_only | {"approve_task", "refuse_task"}
     assert {"create_task", "next_task", "mark_done"} & readers == set() and {"get_task", "events"} <= readers
     assert writer_bytes <= 10 * 1024, writer_bytes
     assert refused[0][0] and json.loads(refused[0][1])["error"] == "forbidden"

@@ -1,5 +1,6 @@
-"""The README's walk-through runs as written, and again after a restart: its shell blocks,
-taken from the README itself, against a started bin/run, on two starts in a row."""
+"""The README's walk-through runs as written, and again after a restart: its shell blocks, taken
+from the README itself (and docs/api.md's approval example after them, in the same shell),
+against a started bin/run, on two starts in a row."""
 from __future__ import annotations
 
 import re
@@ -22,6 +23,15 @@ def walkthrough() -> str:
     return "\n".join(blocks)
 
 
+def people_in_the_loop() -> str:
+    """docs/api.md's example of an approval, which continues the walk-through in its shell."""
+    text = (ROOT / "docs" / "api.md").read_text()
+    part = text[text.index("## People in the loop"):text.index("## Details")]
+    blocks = re.findall(r"```sh\n(.*?)```", part, flags=re.S)
+    assert len(blocks) == 1, "the approval example moved"
+    return blocks[0]
+
+
 def run_as_written(script: str, key: str, port: int) -> subprocess.CompletedProcess:
     """The blocks with only what a reader fills in: the key bin/run printed, and its port."""
     script = script.replace("KEY=sk_…", f"KEY={key}").replace("127.0.0.1:8000", f"127.0.0.1:{port}")
@@ -30,7 +40,7 @@ def run_as_written(script: str, key: str, port: int) -> subprocess.CompletedProc
 
 
 def test_the_walkthrough_runs_as_written_on_two_starts_in_a_row():
-    name, script = f"readme-{free_port()}", walkthrough()
+    name, script = f"readme-{free_port()}", walkthrough() + "\n" + people_in_the_loop()
     try:
         for start_number in (1, 2):
             port = free_port()
@@ -46,6 +56,8 @@ def test_the_walkthrough_runs_as_written_on_two_starts_in_a_row():
             assert '"state":"accepted"' in output.replace(" ", "")  # the check went through
             assert "working on task" in output and "is waiting" in output  # spaces work delivered
             assert '"type":"task.created"' in output and "Tell the receiver" in output  # the webhook arrived
+            assert '"error":"task_not_open"' in output.replace(" ", "")  # the proposal waited for a person
+            assert output.replace(" ", "").rstrip().endswith('"ready":true}')  # …and the steward's approval opened it
             assert "not valid" not in output and '"status":5' not in output.replace(" ", "")
     finally:
         cleanup_run(name)

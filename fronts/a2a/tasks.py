@@ -24,6 +24,7 @@ State = pb.TaskState
 
 # SPEC §18: a Spaces status as an A2A task state (superseded: the survivor's).
 STATES: dict[str, int] = {
+    TaskStatus.PROPOSED: State.TASK_STATE_SUBMITTED,  # SPEC §21: metadata.spaces.awaiting says "approval"
     TaskStatus.OPEN: State.TASK_STATE_SUBMITTED,
     TaskStatus.CLAIMED: State.TASK_STATE_WORKING,
     TaskStatus.ASSIGNED: State.TASK_STATE_WORKING,
@@ -97,6 +98,8 @@ def as_task(space: Space, body: dict[str, Any], *, history_length: int | None = 
     spaces: dict[str, Any] = {"number": number, "status": status, "work_item_id": body["work_item_id"],
                               "conflict_key": body["conflict_key"], "priority": body["priority"],
                               "labels": body["labels"], **(extra or {})}
+    if status == TaskStatus.PROPOSED:
+        spaces["awaiting"] = "approval"
     shown = status
     if status == TaskStatus.SUPERSEDED and body.get("superseded_by"):
         shown, survivor = survivor_status(space, body["superseded_by"])

@@ -138,8 +138,8 @@ class ApiKeyInline(admin.TabularInline):
 
 @admin.register(Member)
 class MemberAdmin(OwnUnits, admin.ModelAdmin):
-    list_display = ["name", "space", "role", "live_keys", "created_at"]
-    list_filter = ["role", "space"]
+    list_display = ["name", "space", "role", "kind", "live_keys", "created_at"]
+    list_filter = ["role", "kind", "space"]
     search_fields = ["name"]
     inlines = [ApiKeyInline]
     actions = ["issue_key", "revoke_keys"]
@@ -151,9 +151,10 @@ class MemberAdmin(OwnUnits, admin.ModelAdmin):
     def save_model(self, request, obj: Member, form, change: bool) -> None:
         try:
             if change:
-                run(request, obj.space, commands.CHANGE_ROLE, data={"role": form.cleaned_data["role"]}, member_id=obj.pk)
+                run(request, obj.space, commands.CHANGE_MEMBER, member_id=obj.pk,
+                    data={"role": form.cleaned_data["role"], "kind": form.cleaned_data["kind"]})
             else:
-                created = in_unit(commands.add_member, space=obj.space, role=obj.role, name=obj.name)
+                created = in_unit(commands.add_member, space=obj.space, role=obj.role, name=obj.name, kind=obj.kind)
                 obj.pk = created.pk
         except DomainError as error:
             messages.error(request, error.detail)

@@ -221,7 +221,7 @@ class TaskAdmin(admin.ModelAdmin):
     paginator = EstimatedCountPaginator
     show_full_result_count = False  # "n of N" would count every task of every space
     inlines = [TaskEventInline, ClaimInline, AttemptInline, CheckInline, NoteInline]
-    actions = ["supersede", "withdraw", "reject", "hold_slot"]
+    actions = ["approve", "refuse", "supersede", "withdraw", "reject", "hold_slot"]
     # What the service keeps for itself (the search vector, the similar-tasks terms) is not shown.
     # The status as reads show it, in the stored one's place.
     readonly_fields = [("shown_status" if f.name == "status" else f.name) for f in Task._meta.concrete_fields
@@ -397,6 +397,17 @@ class TaskAdmin(admin.ModelAdmin):
                    "tasks": queryset, "survivors": survivors, "title": "Supersede leftover duplicates",
                    "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME}
         return TemplateResponse(request, "admin/tasks/supersede.html", context)
+
+    @admin.action(description="Approve the proposal (it may start)", permissions=["change"])
+    def approve(self, request, queryset) -> None:
+        """SPEC §21: a proposed task approved, as a steward approves it over the API."""
+        self.run(request, queryset, "Approved", lambda task: self.command(
+            request, task, commands.approve_task, number=task.number))
+
+    @admin.action(description="Refuse the proposal (not to be done)", permissions=["change"])
+    def refuse(self, request, queryset) -> None:
+        self.run(request, queryset, "Refused", lambda task: self.command(
+            request, task, commands.refuse_task, number=task.number, data={"reason": "admin"}))
 
     @admin.action(description="Withdraw", permissions=["change"])
     def withdraw(self, request, queryset) -> None:

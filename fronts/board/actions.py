@@ -47,6 +47,8 @@ ACTIONS: dict[str, BoardAction] = {
     "supersede": BoardAction(commands.supersede_task, CHANGE),  # {"surviving_task": n}
     "withdraw": BoardAction(commands.withdraw_task, CHANGE),
     "reject": BoardAction(commands.reject_task, CHANGE),
+    "approve": BoardAction(commands.approve_task, CHANGE, data=lambda task, body: None),  # SPEC §21
+    "refuse": BoardAction(commands.refuse_task, CHANGE),  # {"reason"?}
     "not-duplicate": BoardAction(commands.mark_not_duplicate, CHANGE),  # {"task": m}
     "hold": BoardAction(commands.hold_slot, HOLD, data=lambda task, body: commands.hold_of_task(task),
                         lookups=lambda task: {}),

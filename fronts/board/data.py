@@ -33,6 +33,7 @@ from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, done_per_hour, space_s
 CARDS_PER_COLUMN = 50
 DUPLICATE_PAIRS = 5  # the likely duplicates strip (SPEC §16)
 COLUMNS = [
+    ("people", "Waiting on people"),  # SPEC §21: proposals a person approves or refuses
     ("ready", "Ready"),
     ("blocked", "Blocked"),
     ("claimed", "Claimed and assigned"),
@@ -58,6 +59,7 @@ def board_tasks(space: Space, params: QueryDict, now) -> QuerySet:
 def column_queries(tasks: QuerySet, now) -> dict[str, QuerySet]:
     """Each column's tasks, by the status a read at ``now`` shows (``tasks.status``)."""
     return {
+        "people": tasks.filter(status=TaskStatus.PROPOSED).order_by("priority", "number"),
         "ready": tasks.filter(ready_condition(now)).order_by("priority", "number"),
         "blocked": tasks.filter(shown_as(TaskStatus.OPEN, now)).filter(blocked()).order_by("priority", "number"),
         "claimed": tasks.filter(shown_in(HELD, now)).order_by("priority", "number"),

@@ -38,7 +38,7 @@ from spaces.permissions import role_refusal
 from events import feed
 from fronts import feed as feed_http
 from fronts.reference import build_reference
-from tasks import commands, graph
+from tasks import approvals, commands, graph
 from fronts.task_filters import filter_tasks
 from tasks.serializers import TaskSerializer
 from tasks.waiting import REGISTRY
@@ -104,6 +104,10 @@ TOOLS: dict[str, Callable[..., Any]] = {}
 # The role each tool needs: its command's (commands.base.COMMANDS, the role the command
 # checks), or a reader's for the reads that are no command (``read_result`` checks READER).
 TOOL_ROLES: dict[str, str] = {}
+# Tools a steward's listing shows, and a member's when a proposal names it the approver (SPEC
+# §21): any member may call them (the command says who may decide), but a writer's context pays
+# for them only when it has something to approve.
+APPROVER_TOOLS = frozenset({"approve_task", "refuse_task"})
 
 
 class SpacesServer(MCPServer):
@@ -125,7 +129,10 @@ class SpacesServer(MCPServer):
         argument beyond its own) in as few bytes as say it: the listing is read into an agent's
         context on every connection (a writer's is under 10 KB, tests/test_mcp.py)."""
         caller = CALLER.get().member
-        tools = [listed for listed in await super().list_tools() if role_refusal(caller, TOOL_ROLES[listed.name]) is None]
+        approver = role_refusal(caller, Role.STEWARD) is None or await sync_to_async(
+            approvals.awaits_decision_by, thread_sensitive=True)(caller)
+        tools = [listed for listed in await super().list_tools() if role_refusal(caller, TOOL_ROLES[listed.name]) is None
+                 and (approver or listed.name not in APPROVER_TOOLS)]
         for listed in tools:
             listed.input_schema = {**compact(listed.input_schema), "additionalProperties": False}
             listed.output_schema = compact(listed.output_schema) if listed.output_schema else None
@@ -212,7 +219,7 @@ def space_info() -> dict[str, Any]:
 
 @tool
 def reference(section: str = "") -> dict[str, Any]:
-    """The service's rules for agents: section tasks, allocation, refusals, settlement, graph, live, similar, agents, events, cost or a2a (empty for all)."""
+    """The service's rules for agents: section tasks, allocation, refusals, settlement, graph, live, similar, agents, events, cost, people or a2a (empty for all)."""
     return read_result(Role.READER, lambda m: build_reference(section or None))
 
 @tool
@@ -242,15 +249,16 @@ def mark_not_duplicate(number: int, task: int, idempotency_key: str | None = Non
 @tool
 def create_task(title: str, body: str = "", delivery_mode: str = "result",
                 work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
-                blocked_by: list[int] | None = None, if_similar: str = "allow",
-                idempotency_key: str | None = None) -> dict[str, Any]:
+                blocked_by: list[int] | None = None, if_similar: str = "allow", approval: bool = False,
+                approver: int | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
     """Create a task. Work that exists is 409 naming the `winner` (claim or join it); on
     conflict_key_reserved retry after retry_after_ms with the same idempotency_key (never two tasks).
     `priority` 0 (most urgent)-4, `labels` up to 10, `blocked_by` task numbers it waits on. A title no
-    catalog slot binds is answered with `similar` tasks; if_similar="refuse" makes them a 409."""
+    catalog slot binds is answered with `similar` tasks (if_similar="refuse": a 409). `approval`:
+    proposed until a steward or `approver` approves."""
     data = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
             "priority": priority, "labels": labels or [], "blocked_by": blocked_by or [],
-            "if_similar": if_similar}
+            "if_similar": if_similar, "approval": approval, "approver": approver}
     return command_result(commands.create_task, data=data, idempotency_key=idempotency_key)
 
 @tool
@@ -424,6 +432,17 @@ def withdraw_task(number: int, reason: str = "", idempotency_key: str | None = N
 def reject_task(number: int, reason: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
     """Steward: reject task `number` (work nobody should do): it ends and frees its conflict key."""
     return command_result(commands.reject_task, data={"reason": reason}, number=number,
+                         idempotency_key=idempotency_key)
+
+@tool
+def approve_task(number: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """A steward or its approver: proposed task `number` may start (it opens)."""
+    return command_result(commands.approve_task, number=number, idempotency_key=idempotency_key)
+
+@tool
+def refuse_task(number: int, reason: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
+    """A steward or its approver: proposed task `number` is not to be done (rejected)."""
+    return command_result(commands.refuse_task, data={"reason": reason}, number=number,
                          idempotency_key=idempotency_key)
 
 @tool

@@ -151,11 +151,11 @@ class MemberListView(SpaceView):
 
 class MemberDetailView(SpaceView):
     serializer_class = s.MemberSerializer
-    required_roles = {"PATCH": commands.CHANGE_ROLE.role}
+    required_roles = {"PATCH": commands.CHANGE_MEMBER.role}
 
     @extend_schema(request=s.MemberRoleSerializer)
     def patch(self, request: Request, slug: str, member_id: str) -> Response:
-        return self.run(commands.CHANGE_ROLE, member_id=member_id)
+        return self.run(commands.CHANGE_MEMBER, member_id=member_id)
 
 
 class MemberKeysView(SpaceView):

@@ -305,6 +305,26 @@ class RejectTaskView(SpaceView):
         return self.run(commands.reject_task, number=number)
 
 
+class ApproveView(SpaceView):
+    """SPEC §21: a proposed task approved (→ open) by a steward or its approver."""
+    serializer_class = TaskSerializer
+    required_roles = {"POST": commands.approve_task.role}
+
+    @extend_schema(request=None)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.approve_task, number=number)
+
+
+class RefuseView(SpaceView):
+    """SPEC §21: a proposed task refused (→ rejected, its key freed) by a steward or its approver."""
+    serializer_class = TaskSerializer
+    required_roles = {"POST": commands.refuse_task.role}
+
+    @extend_schema(request=CloseSerializer)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.refuse_task, number=number)
+
+
 # --- Holds (SPEC §5.2): allocation keeps the hold, tasks the history it writes. ---
 
 

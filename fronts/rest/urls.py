@@ -33,6 +33,8 @@ urlpatterns = [
     path("spaces/<slug:slug>/tasks/<str:number>/supersede", tasks.SupersedeView.as_view(), name="task-supersede"),
     path("spaces/<slug:slug>/tasks/<str:number>/withdraw", tasks.WithdrawView.as_view(), name="task-withdraw"),
     path("spaces/<slug:slug>/tasks/<str:number>/reject", tasks.RejectTaskView.as_view(), name="task-reject"),
+    path("spaces/<slug:slug>/tasks/<str:number>/approve", tasks.ApproveView.as_view(), name="task-approve"),
+    path("spaces/<slug:slug>/tasks/<str:number>/refuse", tasks.RefuseView.as_view(), name="task-refuse"),
     path("spaces/<slug:slug>/tasks/<str:number>/not-duplicate", tasks.NotDuplicateView.as_view(),
          name="task-not-duplicate"),
     path("notifications", tasks.NotificationListView.as_view(), name="notifications"),

@@ -7,7 +7,7 @@
   "use strict";
   const POLL_MS = 2000;
   const PAIRS_MS = 30000; // the likely duplicates strip: finding pairs reads every live title
-  const COLUMNS = ["ready", "blocked", "claimed", "in_review", "done"];
+  const COLUMNS = ["people", "ready", "blocked", "claimed", "in_review", "done"];
   const FILTERS = ["q", "priority", "label", "member"];
   const board = document.getElementById("board");
   const dataUrl = board.dataset.url;
@@ -266,8 +266,15 @@
     const card = data.card;
     const box = document.getElementById("panel-actions");
     box.replaceChildren();
-    const live = ["open", "claimed", "assigned", "in_review"].includes(card.status);
+    const live = ["proposed", "open", "claimed", "assigned", "in_review"].includes(card.status);
     const n = card.number;
+    if (card.status === "proposed" && controls.approve) {  // SPEC §21: a person decides a proposal
+      const approve = button("Approve", () => run(n, "approve", {}));
+      approve.id = "act-approve";
+      const refuse = confirmButton("Refuse", () => run(n, "refuse", {reason: "refused from the board"}));
+      refuse.id = "act-refuse";
+      box.append(group("Proposal", approve, refuse));
+    }
     if (card.slot && controls.release && data.slot_held) {
       const b = button("Release slot " + card.slot, () => run(n, "release", {}));
       b.id = "act-release";
