@@ -2,17 +2,22 @@
 document streamed to whoever holds its token."""
 from __future__ import annotations
 
+import json
 from typing import Iterator
 
 from django.conf import settings
+from django.utils import timezone
 
 from common.refusals import NotFound
-from exports.models import Export, ShareToken
-from exports.services import attempts_used, last_error, shared_now, stream_document
-from idempotency.models import Operation, OperationState
+from exports.document import SECTIONS
+from exports.models import Export, ExportChunk, ExportResult, ShareToken
+from idempotency.models import ObservationKind, Operation, OperationObservation, OperationState
 from spaces.models import Member
 from spaces.selectors import as_int
 from spaces.key_lookup import hash_secret
+
+
+CHUNKS_A_READ = 20  # a share reads this many chunks (of SPACES_EXPORT_BATCH_ROWS rows) at a time
 
 
 def get_export(member: Member, export_id: object) -> Export:
@@ -43,3 +48,40 @@ def shared_export(*, token: str) -> Iterator[bytes]:
         raise NotFound("No export is shared under this token (it may have expired or been revoked).")
     return stream_document(export, export.operation.response_body["result_epoch"])
 
+
+def stream_document(export: Export, epoch: int) -> Iterator[bytes]:
+    """The shared JSON document, read back chunk by chunk: ``{"space", "exported_at", "tasks": [
+    …], "claims": […], …}``, in bounded memory."""
+    header = ExportResult.objects.get(export=export, lease_epoch=epoch).data
+    yield json.dumps({"space": header["space"], "exported_at": header["exported_at"]})[:-1].encode()
+    chunks = ExportChunk.objects.filter(export=export, lease_epoch=epoch)
+    for section in SECTIONS:
+        yield f', "{section.name}": ['.encode()
+        last, first = -1, True
+        while True:
+            page = list(chunks.filter(section=section.name, seq__gt=last).order_by("seq")
+                        .values_list("seq", "data")[:CHUNKS_A_READ])
+            for seq, data in page:
+                yield (data if first else "," + data).encode()
+                first, last = False, seq
+            if len(page) < CHUNKS_A_READ:
+                break
+        yield b"]"
+    yield b"}"
+
+
+def attempts_used(export: Export, operation: Operation) -> int:
+    return operation.lease_epoch - export.attempts_before_retry
+
+
+def last_error(operation: Operation) -> dict | None:
+    """The reason the latest failed attempt gave (a failed export's is its final one)."""
+    if operation.state == OperationState.FAILED:
+        return operation.response_body
+    report = (OperationObservation.objects.filter(operation=operation, kind=ObservationKind.TRANSIENT)
+              .exclude(response_body=None).order_by("-pk").values_list("response_body", flat=True).first())
+    return report
+
+
+def shared_now(export: Export) -> bool:
+    return export.share_token_hash is not None and (export.share_expires_at or timezone.now()) > timezone.now()

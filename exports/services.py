@@ -32,15 +32,15 @@ from idempotency.models import (
     ObservationKind,
     ObservationVerdict,
     Operation,
-    OperationObservation,
     OperationState,
 )
 from idempotency.settlement import Report, observe, open_operation
 from spaces.models import ApiKey, Member, Space
 from spaces.key_lookup import hash_secret
 from exports import errors
+from exports.document import SECTIONS, Section
 from exports.models import Export, ExportChunk, ExportResult, ShareToken
-from tasks.models import Attempt, Check, Claim, Note, Task, TaskEvent
+from exports.selectors import attempts_used
 
 logger = logging.getLogger("spaces.exports")
 
@@ -75,31 +75,6 @@ def request_export(*, space: Space, actor: Member, api_key: ApiKey | None) -> Ex
                                      reserved_fingerprint=fingerprint, reserved_generation=generation)
 
 
-@dataclass(frozen=True)
-class Section:
-    """One list of the exported document: its rows in ``key`` order, as ``fields``."""
-
-    name: str
-    model: type
-    key: str
-    fields: tuple[str, ...]
-
-
-SECTIONS = (
-    Section("tasks", Task, "number", ("number", "title", "body", "status", "delivery_mode", "work_item_id",
-                                      "conflict_target", "cycle", "creator_id", "superseded_by__number",
-                                      "priority", "labels", "created_at")),
-    Section("claims", Claim, "id", ("id", "task__number", "member_id", "cycle", "origin", "created_at", "expires_at",
-                                    "ended_at", "end_reason")),
-    Section("attempts", Attempt, "id", ("task__number", "number", "cycle", "member_id", "post_id", "state",
-                                        "created_at", "decided_at")),
-    Section("checks", Check, "id", ("task__number", "attempt__number", "member_id", "cycle", "verdict", "reason",
-                                    "created_at")),
-    Section("notes", Note, "id", ("id", "task__number", "author_id", "criterion", "body", "created_at")),
-    Section("history", TaskEvent, "id", ("task__number", "kind", "actor_id", "details", "created_at")),
-)
-
-
 def batches(space: Space, section: Section, size: int) -> Iterator[list[dict]]:
     """A section's rows, ``size`` at a time, by keyset (no server-side cursor: a transaction-mode
     pooler allows none), so memory holds one batch whatever the space's size."""
@@ -112,9 +87,6 @@ def batches(space: Space, section: Section, size: int) -> Iterator[list[dict]]:
             return
         last = values[-1][0]
         yield [dict(zip(section.fields, row[1:])) for row in values]
-
-
-CHUNKS_A_READ = 20  # a share reads this many chunks (of SPACES_EXPORT_BATCH_ROWS rows) at a time
 
 
 class LeaseLost(Exception):
@@ -160,37 +132,12 @@ def heartbeat(operation: Operation) -> None:
         raise LeaseLost(f"attempt {operation.lease_epoch} lost its lease")
 
 
-def stream_document(export: Export, epoch: int) -> Iterator[bytes]:
-    """The shared JSON document, read back chunk by chunk: ``{"space", "exported_at", "tasks": [
-    …], "claims": […], …}``, in bounded memory."""
-    header = ExportResult.objects.get(export=export, lease_epoch=epoch).data
-    yield json.dumps({"space": header["space"], "exported_at": header["exported_at"]})[:-1].encode()
-    chunks = ExportChunk.objects.filter(export=export, lease_epoch=epoch)
-    for section in SECTIONS:
-        yield f', "{section.name}": ['.encode()
-        last, first = -1, True
-        while True:
-            page = list(chunks.filter(section=section.name, seq__gt=last).order_by("seq")
-                        .values_list("seq", "data")[:CHUNKS_A_READ])
-            for seq, data in page:
-                yield (data if first else "," + data).encode()
-                first, last = False, seq
-            if len(page) < CHUNKS_A_READ:
-                break
-        yield b"]"
-    yield b"}"
-
-
 def runnable_exports():
     """Exports nobody is running: never started, retryable, or whose lease ran out."""
     return Export.objects.filter(
         Q(operation__state=OperationState.UNKNOWN)
         | Q(operation__state=OperationState.IN_PROGRESS, operation__lease_expires_at__lte=timezone.now())
     )
-
-
-def attempts_used(export: Export, operation: Operation) -> int:
-    return operation.lease_epoch - export.attempts_before_retry
 
 
 def lease_next_export(*, skip: set[int] = frozenset()) -> tuple[Export, Operation] | None:
@@ -282,15 +229,6 @@ def drain_exports(progress: Progress | None = None) -> list[Outcome]:
         outcomes.append(write_export(*leased, progress=progress))
 
 
-def last_error(operation: Operation) -> dict | None:
-    """The reason the latest failed attempt gave (a failed export's is its final one)."""
-    if operation.state == OperationState.FAILED:
-        return operation.response_body
-    report = (OperationObservation.objects.filter(operation=operation, kind=ObservationKind.TRANSIENT)
-              .exclude(response_body=None).order_by("-pk").values_list("response_body", flat=True).first())
-    return report
-
-
 def retry_export(*, export: Export) -> Export:
     """``POST …/exports/{id}/retry``: a failed export is retryable again, with its attempts anew."""
     with transaction.atomic():
@@ -306,10 +244,6 @@ def retry_export(*, export: Export) -> Export:
 
 
 DEFAULT_SHARE_HOURS = 7 * 24
-
-
-def shared_now(export: Export) -> bool:
-    return export.share_token_hash is not None and (export.share_expires_at or timezone.now()) > timezone.now()
 
 
 def share_export(*, export: Export, expires_in_hours: int = DEFAULT_SHARE_HOURS) -> str:

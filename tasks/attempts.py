@@ -19,6 +19,7 @@ from tasks import errors, graph, wakeups
 from tasks.claims import end_claims
 from tasks.lifecycle import (
     check_task_live,
+    check_task_workable,
     count_done,
     live_claims,
     notify,
@@ -73,7 +74,7 @@ def mark_done(*, task: Task, member: Member, post_id: object, cost: Cost | None 
     with none, of this attempt."""
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)
-        check_task_live(task)
+        check_task_workable(task)
         space = task.space
         post = find_citable_post(space, post_id)
         of_task = {"space_id": task.space_id, "task": task}  # every read names the space (SPEC §11)

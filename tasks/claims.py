@@ -27,6 +27,7 @@ from spaces.models import Member, Role, Space
 from tasks import errors, graph, wakeups
 from tasks.lifecycle import (
     check_task_live,
+    check_task_workable,
     check_task_usable,
     live_claims,
     recompute_status,
@@ -266,7 +267,7 @@ def assign_task(*, task: Task, member: Member, actor: Member) -> tuple[Task, Cla
                              fields={"member": ["A reader cannot be assigned a task."]})
     with transaction.atomic():
         task = get_task(space=task.space, number=task.number, lock=True)
-        check_task_live(task)
+        check_task_workable(task)
         if task.status == TaskStatus.IN_REVIEW:
             raise errors.TaskNotOpen(f"Task {task.number} is in review: it takes no claims now.", task_status=task.status)
         mine = live_claims(task).filter(member=member).first()

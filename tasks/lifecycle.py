@@ -60,8 +60,8 @@ def recompute_status(task: Task) -> str:
 
     in_review while an attempt waits; assigned or claimed while someone holds it; else open.
     """
-    if task.status not in LIVE_STATUSES:
-        return task.status
+    if task.status not in LIVE_STATUSES or task.status == TaskStatus.PROPOSED:
+        return task.status  # a proposal waits for its decision (SPEC §21), whatever else happens
     if task.attempts.filter(space_id=task.space_id, cycle=task.cycle, state=AttemptState.WAITING).exists():
         status = TaskStatus.IN_REVIEW
     else:
@@ -109,3 +109,11 @@ def check_task_live(task: Task) -> None:
     check_task_usable(task)
     if task.status not in LIVE_STATUSES:
         raise errors.TaskClosed(f"Task {task.number} is {task.status}.", task_status=task.status)
+
+
+def check_task_workable(task: Task) -> None:
+    """Live, and not waiting for its approval (SPEC §21): nobody works on a proposal, held or not."""
+    check_task_live(task)
+    if task.status == TaskStatus.PROPOSED:
+        raise errors.TaskNotOpen(f"Task {task.number} is proposed: it waits for an approval before anyone works "
+                                 "on it.", task_status=task.status)

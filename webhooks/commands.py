@@ -15,6 +15,7 @@ from webhooks.serializers import WebhookCreateSerializer, WebhookUpdateSerialize
 
 
 def endpoint_of(member: Member, webhook_id: object) -> Endpoint:
+    """The endpoint a command acts on, looked up as the routes' reads look it up."""
     return selectors.get_endpoint(member.space, as_int(webhook_id))
 
 

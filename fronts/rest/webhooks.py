@@ -13,7 +13,8 @@ from fronts.rest.schema import page_of
 from fronts.rest.spaces import CURSOR_PAGING, SpaceView
 from spaces.models import Role
 from webhooks import commands
-from webhooks.selectors import delivery_answer, endpoint_answer
+from spaces.selectors import as_int
+from webhooks.selectors import delivery_answer, endpoint_answer, get_endpoint
 from webhooks.models import Delivery, DeliveryAttempt, Endpoint
 from webhooks.serializers import WebhookCreateSerializer, WebhookUpdateSerializer
 
@@ -45,7 +46,7 @@ class WebhookView(SpaceView):
     """A route under ``…/webhooks/{id}``."""
 
     def endpoint(self, webhook_id: str) -> Endpoint:
-        return commands.endpoint_of(self.member, webhook_id)
+        return get_endpoint(self.space, as_int(webhook_id))  # a read: the commands look it up alike
 
 
 class WebhookDetailView(WebhookView):

@@ -302,3 +302,16 @@ def test_the_reference_lists_the_feeds_types_from_the_code(anonymous):
     assert section["refusals"][0]["code"] == "events_expired"
     with pytest.raises(ValueError):
         feed.record(space_id=1, type="made.up")
+
+
+def test_the_wait_pattern_the_schema_documents_is_the_feeds_own_bound():
+    """``?wait=`` is checked by a pattern (/v1/schema documents it): it must take MAX_WAIT and
+    nothing past it, so a change to the bound that the pattern misses fails here."""
+    import re
+
+    from events.feed import MAX_WAIT
+    from fronts.feed import SECONDS
+
+    assert re.fullmatch(SECONDS, str(MAX_WAIT)) and re.fullmatch(SECONDS, f"{MAX_WAIT}.000")
+    assert not re.fullmatch(SECONDS, f"{MAX_WAIT}.001") and not re.fullmatch(SECONDS, str(MAX_WAIT + 1))
+    assert all(re.fullmatch(SECONDS, f"{s}.5") for s in range(MAX_WAIT))

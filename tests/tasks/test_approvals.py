@@ -173,3 +173,15 @@ def test_a_person_decides_from_the_board_and_the_admin(writer, space):
         number=second["number"]).pk]}, follow=True)
     assert Task.objects.get(number=second["number"]).status == "rejected"
     assert Event.objects.filter(type="approval.refused", actor__name="admin:ada").count() == 1
+
+
+def test_nobody_works_on_a_proposal_by_a_done_or_an_assignment(writer, writer2, steward):
+    """A done without a claim, or a steward's assignment, would start the work a person has not
+    approved: both are refused, and the task stays proposed."""
+    task = proposed(writer)
+    post = writer2.api.post(f"{S}/posts", {"body": "Done before anyone said yes."}).json()
+    done = writer2.api.post(f"{S}/tasks/{task['number']}/done", {"post": post["id"]})
+    assert done.status_code == 409 and done.json()["error"] == "task_not_open"
+    assigned = steward.api.post(f"{S}/tasks/{task['number']}/assign", {"member": writer2.member.pk})
+    assert assigned.status_code == 409 and assigned.json()["error"] == "task_not_open"
+    assert Task.objects.get(number=task["number"]).status == "proposed"
