@@ -17,9 +17,11 @@ from common.refusals import DomainError, NotFound
 from costs.services import Cost, check_space_budget
 from spaces.models import Member, Role, Space
 from spaces.catalog import normalize_work_item_id
-from commands.base import Reply, command, validated
+from commands.base import Command, Reply, command, validated
 from spaces.selectors import get_member
-from tasks import approvals, attempts, claims, graph, lapses, selectors, services, similarity, stewardship, waiting
+from tasks import (
+    approvals, attempts, claims, graph, lapses, lifecycle, selectors, services, similarity, stewardship, waiting,
+)
 from tasks.errors import SurvivorInvalid
 from tasks.models import Claim, Task
 from tasks.serializers import (
@@ -30,6 +32,7 @@ from tasks.serializers import (
     CloseSerializer,
     CostReportSerializer,
     DoneSerializer,
+    MarkReadSerializer,
     NextSerializer,
     NoteCreateSerializer,
     NoteSerializer,
@@ -305,6 +308,17 @@ def approve_task(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
 def refuse_task(member: Member, *, unit: UnitOfWork, number: object, reason: str) -> Reply:
     task = approvals.refuse(task=selectors.get_task(space=member.space, number=number), actor=member, reason=reason)
     return Reply(200, task_body(task))
+
+
+# --- Notifications (SPEC §6.4) -----------------------------------------------------------------
+
+
+def _mark_read(member: Member, *, unit: UnitOfWork, ids: list[int] | None = None) -> Reply:
+    return Reply(200, {"marked_read": lifecycle.mark_read(member=member, ids=ids)})
+
+
+# A member's own notifications read: REST's (MCP's notifications tool only reads them).
+MARK_READ = Command("mark_notifications_read", Role.READER, _mark_read, input=MarkReadSerializer)
 
 
 # --- Reads ------------------------------------------------------------------------------------

@@ -31,6 +31,14 @@ def notify(*, members: Iterable[Member | int], kind: str, task: Task | None, **d
     )
 
 
+def mark_read(*, member: Member, ids: list[int] | None = None) -> int:
+    """The member's unread notifications (those of ``ids``, or all) marked read; how many."""
+    items = Notification.objects.filter(member=member, read_at=None)
+    if ids is not None:
+        items = items.filter(pk__in=ids)
+    return items.update(read_at=timezone.now())
+
+
 def notify_stewards(*, space_id: int, kind: str, **details: Any) -> None:
     """A notification, without a task, to each steward of the space."""
     stewards = Member.objects.filter(space_id=space_id, role=Role.STEWARD).values_list("pk", flat=True)

@@ -44,10 +44,10 @@ def test_every_command_is_a_tool_or_a_route():
     assert unreached == set()
 
 
-def test_the_rest_routes_of_spaces_webhooks_and_exports_run_commands():
+def test_the_rest_routes_of_spaces_webhooks_exports_and_notifications_run_commands():
     """Their writes go through ``self.run`` (the runner's unit, the command's role and refusals)."""
     rest_only = {"update_space", "create_join_link", "delete_join_link", "change_member", "issue_key", "revoke_key",
                  "save_charter_item", "delete_charter_item", "hide_post", "withhold_post",
                  "register_webhook", "update_webhook", "delete_webhook", "rotate_webhook_secret", "send_test_event",
-                 "retry_delivery"}
+                 "retry_delivery", "mark_notifications_read"}
     assert rest_only <= run_by_rest()

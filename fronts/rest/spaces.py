@@ -60,11 +60,6 @@ class SpaceView(ApiView):
     def member(self) -> Member:
         return self.request.user
 
-    def validated(self, serializer_class, data=None) -> dict:
-        serializer = serializer_class(data=self.request.data if data is None else data)
-        serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
-
     def run(self, command: Command, **lookups) -> Response:
         """A method that is a command (``spaces.commands``): the command does the rest, in the unit
         of work the middleware opened for a mutating request, and its reply is sent as it is."""

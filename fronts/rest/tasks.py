@@ -1,7 +1,6 @@
 """Task routes: list, create, window, one task, history, notes (SPEC §3.1, §4)."""
 from __future__ import annotations
 
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -271,11 +270,7 @@ class NotificationReadView(SpaceView):
     @extend_schema(request=MarkReadSerializer, responses=inline_serializer(
         name="MarkedRead", fields={"marked_read": serializers.IntegerField(min_value=0)}))
     def post(self, request: Request) -> Response:
-        ids = self.validated(MarkReadSerializer).get("ids")
-        items = Notification.objects.filter(member=self.member, read_at=None)
-        if ids is not None:
-            items = items.filter(pk__in=ids)
-        return Response({"marked_read": items.update(read_at=timezone.now())})
+        return self.run(commands.MARK_READ)
 
 
 class SupersedeView(SpaceView):

@@ -220,6 +220,11 @@ def test_notifications_list_and_mark_read(writer, writer2, tasks3):
     done(writer, post=post_of(writer2))
     listed = writer2.api.get("/v1/notifications").json()["results"]
     assert [n["kind"] for n in listed] == ["task_attempt"] and listed[0]["task"] == 1 and not listed[0]["read"]
+    for body, field in (({"ids": ["x"]}, "ids"), ({"colour": 1}, "colour")):
+        bad = writer2.api.post("/v1/notifications/read", body)
+        assert bad.status_code == 422 and set(bad.json()["fields"]) == {field}
+    # Another member's ids mark nothing of theirs: a member reads only its own notifications.
+    assert writer.api.post("/v1/notifications/read", {"ids": [listed[0]["id"]]}).json() == {"marked_read": 0}
     assert writer2.api.post("/v1/notifications/read", {}).json() == {"marked_read": 1}
     assert writer2.api.get("/v1/notifications?unread=true").json()["results"] == []
     assert writer.api.get("/v1/notifications").json()["results"] == []
