@@ -177,3 +177,17 @@ def test_a_domain_app_reads_no_request_and_writes_no_response():
                    if name.startswith(DOMAIN) and name != "common.problems" and HTTP.search(path.read_text()))
     assert found == []
     assert HTTP.search("from django.http import QueryDict") and not HTTP.search('"""django.http"""')
+
+
+WRITES = re.compile(r"\.objects\.(create|bulk_create|get_or_create|update_or_create)\(|"
+                    r"\.objects\.[^\n]*\.(update|delete|create|bulk_create)\(|^\s*\w+\.(save|delete)\(", re.M)
+
+
+def test_a_front_writes_no_row_itself():
+    """Every change from a front is a command (its service writes): no front saves, updates,
+    creates or deletes a model's rows on its own."""
+    found = sorted(name for name, path in production_modules().items()
+                   if name.startswith("fronts") and WRITES.search(path.read_text()))
+    assert found == []
+    assert WRITES.search("    Task.objects.filter(pk=1).update(status='open')") and WRITES.search("        obj.save()")
+    assert not WRITES.search("        # What formset.save() would have recorded")
