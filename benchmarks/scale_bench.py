@@ -163,9 +163,9 @@ def next_plan(space_id: int) -> str:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from tasks.claims import claim_next_statement
+    from tasks.sql import claim_next
 
-    pick = claim_next_statement()[0].sql.split("picked AS (", 1)[1].split("), claimed AS", 1)[0]
+    pick = claim_next()[0].sql.split("picked AS (", 1)[1].split("), claimed AS", 1)[0]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + pick,
                        {"space": space_id, "labels": [], "now": timezone.now()})

@@ -210,6 +210,14 @@ def with_query(name: str, parts: Sequence[Cte], select: str, *, reads: Sequence[
         + " " + select)
 
 
+# --- Advisory locks ---------------------------------------------------------------------------
+
+# A transaction's lock on (class, id): ``class`` names what is locked (each app keeps its classes
+# beside its statements, one number each), ``id`` the row whose space or queue it is, folded
+# into PostgreSQL's 32-bit second key. Params: class, id.
+ADVISORY_XACT_LOCK = "SELECT pg_advisory_xact_lock(%s, (%s %% 2147483647)::int)"
+
+
 # --- Triggers by name ------------------------------------------------------------------------
 
 

@@ -2,6 +2,8 @@
 space's running total per calendar month, so a month's spend is one row however many tasks."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.db import models
 from django.db.models import Q
 
@@ -9,6 +11,9 @@ from common.space_keys import SpaceForeignKey
 
 USD = {"max_digits": 14, "decimal_places": 6}
 
+
+
+THRESHOLD = Decimal("0.8")  # SPEC §19: budget.threshold at 80% of the space's month budget
 
 class Spend(models.Model):
     """The latest report of one claim's spend (a heartbeat's running total, a done's or give-back's

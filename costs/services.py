@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from functools import cache
 from typing import Callable
 
 from django.db import connection
@@ -21,9 +20,11 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from costs.errors import BudgetExhausted
-from costs.models import MonthSpend, Spend
-from costs.selectors import THRESHOLD, month_figures, month_of
+from costs import sql
+from costs.models import Spend
+from costs.selectors import month_figures, month_of
 from events import feed
+
 
 @dataclass(frozen=True)
 class Cost:
@@ -36,47 +37,6 @@ class Cost:
     model: str = ""
 
 
-@cache
-def report_sql() -> str:
-    """Upsert the source's row, then add the difference to the month's total, noting when the
-    month crosses 80% and 100% of ``budget`` (NULL: no budget). Returns the month's total and
-    whether this report crossed each mark."""
-    spend, month = Spend._meta.db_table, MonthSpend._meta.db_table
-    figures = ("usd", "input_tokens", "output_tokens", "seconds")
-    old = ", ".join(f"coalesce((SELECT {f} FROM previous), 0) AS {f}" for f in figures)
-    set_figures = ", ".join(f"{f} = EXCLUDED.{f}" for f in figures)
-    delta = ", ".join(f"put.{f} - old.{f}" for f in figures)
-    add = ", ".join(f"{f} = m.{f} + EXCLUDED.{f}" for f in figures)
-
-    def crossed(mark: str, total: str, was: str) -> str:
-        return (f"CASE WHEN {was} IS NULL AND %(budget)s::numeric IS NOT NULL AND {total} >= {mark} * %(budget)s "
-                f"THEN %(now)s ELSE {was} END")
-
-    return (
-        f"WITH previous AS (SELECT {', '.join(figures)} FROM {spend} WHERE space_id = %(space)s "
-        "AND (claim_id = %(claim)s::bigint OR (%(claim)s::bigint IS NULL AND claim_id IS NULL "
-        "AND attempt_id = %(attempt)s::bigint))), "
-        f"old AS (SELECT {old}), "
-        f"put AS (INSERT INTO {spend} (space_id, task_id, claim_id, attempt_id, member_id, model, usd, input_tokens, "
-        "output_tokens, seconds, reported_at) VALUES (%(space)s, %(task)s, %(claim)s, %(attempt)s, %(member)s, "
-        "%(model)s, %(usd)s, %(input_tokens)s, %(output_tokens)s, %(seconds)s, %(now)s) "
-        "ON CONFLICT (space_id, claim_id) WHERE claim_id IS NOT NULL DO UPDATE SET "
-        f"{set_figures}, attempt_id = coalesce(EXCLUDED.attempt_id, {spend}.attempt_id), "
-        f"model = CASE WHEN EXCLUDED.model <> '' THEN EXCLUDED.model ELSE {spend}.model END, "
-        "reported_at = EXCLUDED.reported_at "
-        f"RETURNING {', '.join(figures)}), "
-        f"total AS (INSERT INTO {month} AS m (space_id, month, {', '.join(figures)}, sources, threshold_at, "
-        f"exhausted_at) SELECT %(space)s, %(month)s, {delta}, (NOT EXISTS (SELECT FROM previous))::int, "
-        f"{crossed(str(THRESHOLD), 'put.usd - old.usd', 'NULL::timestamptz')}, "
-        f"{crossed('1', 'put.usd - old.usd', 'NULL::timestamptz')} FROM put, old "
-        f"ON CONFLICT (space_id, month) DO UPDATE SET {add}, sources = m.sources + EXCLUDED.sources, "
-        f"threshold_at = {crossed(str(THRESHOLD), 'm.usd + EXCLUDED.usd', 'm.threshold_at')}, "
-        f"exhausted_at = {crossed('1', 'm.usd + EXCLUDED.usd', 'm.exhausted_at')} "
-        "RETURNING usd, threshold_at = %(now)s, exhausted_at = %(now)s) "
-        "SELECT * FROM total"
-    )
-
-
 def report(*, space, task_id: int, member_id: int, cost: Cost, claim_id: int | None = None,
            attempt_id: int | None = None, now: datetime | None = None) -> None:
     """Record ``cost`` as the spend of ``claim_id`` (or, with none, of the claimless
@@ -84,7 +44,7 @@ def report(*, space, task_id: int, member_id: int, cost: Cost, claim_id: int | N
     a crossed mark of the space's budget is an event of its feed (once a month each)."""
     now = now or timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute(report_sql(), {
+        cursor.execute(sql.report(), {
             "space": space.pk, "task": task_id, "claim": claim_id, "attempt": attempt_id, "member": member_id,
             "model": cost.model, "usd": cost.usd, "input_tokens": cost.input_tokens,
             "output_tokens": cost.output_tokens, "seconds": cost.seconds, "now": now, "month": month_of(now),

@@ -15,10 +15,9 @@ from typing import Any, Callable, Iterator
 from django.db import connection
 
 from common import gate
-from common.sql import column, table
 from events.errors import EventsExpired
 from events.models import Event, FeedCounter
-from events.triggers import CHANNEL  # NOTIFY'd with the space's id as events commit (events.triggers)
+from events import sql
 
 MAX_LIMIT = 500
 DEFAULT_LIMIT = 100
@@ -158,23 +157,18 @@ def as_answer(event: Event) -> dict[str, Any]:
     }
 
 
+def wake_followers(space_id: int) -> None:
+    """The feed's followers of ``space_id`` told to read (at commit), as the seal tells them."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.NOTIFY, [str(space_id)])
+
+
 def purge(*, dry_run: bool = False) -> int:
     """Events older than their space's ``event_retention_days``, deleted (one statement); the
     counter remembers the last seq purged, so a reader behind it is told (``410``)."""
-    from django.apps import apps
-
-    space = apps.get_model("spaces", "Space")
-    due = (f"FROM {table(Event)} AS e JOIN {table(space)} AS s ON s.id = e.{column(Event, 'space')} "
-           f"WHERE e.{column(Event, 'seq')} IS NOT NULL "
-           f"AND e.{column(Event, 'at')} < now() - make_interval(days => s.{column(space, 'event_retention_days')})")
     with connection.cursor() as cursor:
         if dry_run:
-            cursor.execute(f"SELECT count(*) {due}")
+            cursor.execute(sql.purge_count())
             return cursor.fetchone()[0]
-        cursor.execute(
-            f"WITH gone AS (DELETE FROM {table(Event)} WHERE id IN (SELECT e.id {due}) "
-            f"RETURNING {column(Event, 'space')} AS space_id, {column(Event, 'seq')} AS seq), "
-            f"marked AS (UPDATE {table(FeedCounter)} AS c SET purged_through = GREATEST(c.purged_through, g.last) "
-            "FROM (SELECT space_id, max(seq) AS last FROM gone GROUP BY space_id) AS g "
-            "WHERE c.space_id = g.space_id) SELECT count(*) FROM gone")
+        cursor.execute(sql.purge())
         return cursor.fetchone()[0]

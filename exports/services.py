@@ -34,6 +34,7 @@ from idempotency.models import (
     Operation,
     OperationState,
 )
+from common.sql import ADVISORY_XACT_LOCK
 from idempotency.settlement import Report, observe, open_operation
 from spaces.models import ApiKey, Member, Space
 from spaces.key_lookup import hash_secret
@@ -59,7 +60,7 @@ def request_export(*, space: Space, actor: Member, api_key: ApiKey | None) -> Ex
     fingerprint = hashlib.sha256(f"export\n{space.slug}\n{actor.pk}\n{key}".encode()).hexdigest()
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, (%s %% 2147483647)::int)", [QUEUE_LOCK_CLASS, space.pk])
+            cursor.execute(ADVISORY_XACT_LOCK, [QUEUE_LOCK_CLASS, space.pk])
         queued = Export.objects.filter(space=space, operation__state__in=[OperationState.UNKNOWN,
                                                                           OperationState.IN_PROGRESS]).count()
         limit = Space.objects.values_list("max_queued_exports", flat=True).get(pk=space.pk)

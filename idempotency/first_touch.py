@@ -19,25 +19,18 @@ from the keys it matched, so no row means no valid key, and nothing was locked o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from idempotency.services import first_touch_row
 from idempotency.models import Operation, OperationState
 from common.rows import instance
+from idempotency import sql
+from idempotency.sql import FROM_KEY
 from spaces.key_lookup import (
-    forget_prefix, hash_secret, key_columns, key_from_row, key_row_width, key_tables, noted_use, space_of_prefix,
-    split_key, valid_key_params, valid_key_sql,
+    forget_prefix, hash_secret, key_from_row, key_row_width, noted_use, space_of_prefix, split_key, valid_key_params,
 )
 from spaces.models import ApiKey
-
-# The touch's columns that come from the key row rather than from the request.
-FROM_KEY = {"space": "k.space_id", "member": "k.member_id", "binding_generation": "k.generation"}
-# The liveness lock of an attempt at operation (member, key): the same expression in the
-# first touch (over the key row) and in ``relock_sql`` (over the operation row).
-LOCK_KEY = "hashtextextended({member}::text || ' ' || {key}, 0)"
-
 
 @dataclass(frozen=True)
 class Touch:
@@ -65,9 +58,9 @@ def touch_first(
     touch = first_touch_row(space_id=None, member_id=None, binding_generation=None, idempotency_key=idempotency_key,
                             method=method, path=path, fingerprint=fingerprint)
     db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each use of the proxy is a thread-local lookup
-    values = [f.get_db_prep_save(f.pre_save(touch, add=True), db) for f in touched_fields() if f.name not in FROM_KEY]
+    values = [f.get_db_prep_save(f.pre_save(touch, add=True), db) for f in sql.touched_fields() if f.name not in FROM_KEY]
     with connection.cursor() as cursor:
-        cursor.execute(touch_sql(), [*valid_key_params(space_id, prefix, secret_hash), idempotency_key, fingerprint,
+        cursor.execute(sql.first_touch(), [*valid_key_params(space_id, prefix, secret_hash), idempotency_key, fingerprint,
                                      idempotency_key, *values, idempotency_key])
         row = cursor.fetchone()
     if row is None:
@@ -102,50 +95,6 @@ def relock(operation: Operation) -> tuple[bool, Operation]:
     it began, so a read beside the lock could miss an attempt that settled the operation and
     let go of the lock while the statement ran."""
     with connection.cursor() as cursor:
-        cursor.execute(relock_sql(), [operation.member_id, operation.key])
+        cursor.execute(sql.relock(), [operation.member_id, operation.key])
         locked = cursor.fetchone()[0]
     return locked, Operation.objects.get(pk=operation.pk)
-
-
-@cache
-def touched_fields() -> list:
-    return [f for f in Operation._meta.concrete_fields if not f.primary_key]
-
-
-@cache
-def touch_sql() -> str:
-    """Built once per process: the lock and first touch, conditioned on the key, then the key
-    row (only a valid key's), whether the lock was taken, and any operation the touch found.
-    Parameters: the valid key's (``valid_key_params``); the Idempotency-Key and fingerprint
-    for the tuple check; the Idempotency-Key for the lock; the touch's own values; the
-    Idempotency-Key for the read."""
-    quote = connection.ops.quote_name
-    operations = quote(Operation._meta.db_table)
-    fields = touched_fields()
-    columns = ", ".join(quote(f.column) for f in fields)
-    values = ", ".join(FROM_KEY.get(f.name, "%s") for f in fields)
-    found = ", ".join(f"o.{quote(f.column)}" for f in Operation._meta.concrete_fields)
-    # A request whose tuple does not match the stored operation's (another body, another key
-    # generation) is refused whatever happens, so it takes no lock: it must never hold the
-    # operation's lock while the operation's own attempt is between its two transactions.
-    mine = f"o.space_id = k.space_id AND o.member_id = k.member_id AND o.{quote('key')} = %s"
-    return (
-        f"WITH valid AS MATERIALIZED (SELECT * FROM {quote(ApiKey._meta.db_table)} k "
-        f"WHERE {valid_key_sql()[0]}), "
-        f"stranger AS MATERIALIZED (SELECT o.id FROM {operations} o, valid k WHERE {mine} "
-        "AND (o.fingerprint <> %s OR o.binding_generation <> k.generation)), "
-        f"lock AS MATERIALIZED (SELECT pg_try_advisory_xact_lock({LOCK_KEY.format(member='member_id', key='%s')}) "
-        "AS held FROM valid WHERE NOT EXISTS (SELECT 1 FROM stranger)), "
-        f"touched AS (INSERT INTO {operations} ({columns}) SELECT {values} "
-        "FROM valid k, lock WHERE lock.held "
-        "ON CONFLICT (space_id, member_id, key) DO NOTHING RETURNING id) "
-        f"SELECT {key_columns()}, coalesce((SELECT held FROM lock), false), (SELECT id FROM touched), {found} "
-        f"{key_tables(keys='valid')} "
-        f"LEFT JOIN {operations} o ON {mine} "
-        "AND ((SELECT held FROM lock) OR EXISTS (SELECT 1 FROM stranger)) AND NOT EXISTS (SELECT 1 FROM touched)"
-    )
-
-
-@cache
-def relock_sql() -> str:
-    return f"SELECT pg_try_advisory_xact_lock({LOCK_KEY.format(member='%s', key='%s')})"

@@ -19,13 +19,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache
 from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
 
+from idempotency import sql
 from idempotency.models import (
     ObservationKind,
     ObservationVerdict,
@@ -142,31 +142,11 @@ def settle_and_record(current: Operation, changes: dict[str, Any], report: Repor
         "response_body": body_field.get_db_prep_save(report.body, db), "verdict": ObservationVerdict.APPLIED,
         "warned": False, "created_at": now,
     }
-    params += [observation[column] for column in OBSERVATION_COLUMNS]
+    params += [observation[column] for column in sql.OBSERVATION_COLUMNS]
     with connection.cursor() as cursor:
-        cursor.execute(settle_sql(tuple(changes)), params)
+        cursor.execute(sql.settle(tuple(changes)), params)
         row = cursor.fetchone()
     return row[0] if row else None
-
-
-OBSERVATION_COLUMNS = ("space_id", "operation_id", "kind", "key", "fingerprint", "binding_generation", "lease_epoch",
-                       "response_status", "response_body", "verdict", "warned", "created_at")
-
-
-@cache
-def settle_sql(changed: tuple[str, ...]) -> str:
-    """The statement for one set of changed fields, built once (settle_and_record gives the
-    parameters in this order: the changes, the compare-and-set, the observation)."""
-    quote = connection.ops.quote_name
-    op_meta, obs_meta = Operation._meta, OperationObservation._meta
-    assignments = ", ".join(f"{quote(op_meta.get_field(name).column)} = %s" for name in changed)
-    return (
-        f"WITH settled AS (UPDATE {quote(op_meta.db_table)} SET {assignments}, "
-        "revision = revision + 1, updated_at = %s "
-        "WHERE space_id = %s AND id = %s AND key = %s AND fingerprint = %s AND binding_generation = %s AND revision = %s RETURNING id) "
-        f"INSERT INTO {quote(obs_meta.db_table)} ({', '.join(quote(c) for c in OBSERVATION_COLUMNS)}) "
-        f"SELECT {', '.join(['%s'] * len(OBSERVATION_COLUMNS))} FROM settled RETURNING id"
-    )
 
 
 def decide(op: Operation, report: Report) -> tuple[str, dict[str, Any]]:

@@ -5,14 +5,14 @@ by the key's public prefix in the global lookup ``KeyPrefix``. A prefix never ch
 so each process keeps what it read (for speed only: a key read that finds nothing forgets the
 prefix's space, and the next request reads it again).
 
-It runs on every request, so its SQL is built once from the models' metadata instead of
-being compiled by the ORM each time (the compilation cost more than the query), and the
-unchanging text lets psycopg keep it as a prepared statement.
+It runs on every request, so its SQL (``spaces.sql.lookup_key``) is built once from the models'
+metadata instead of being compiled by the ORM each time (the compilation cost more than the
+query), and the unchanging text lets psycopg keep it as a prepared statement.
 """
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from functools import cache
 
 from django.db import connection, transaction
@@ -20,52 +20,16 @@ from django.db.models import Q
 from django.utils import timezone as django_timezone
 
 from common.rows import instance
-from common.sql import Placeholder, condition_sql
-from spaces.models import ApiKey, KeyPrefix, Member, Space
+from spaces import sql
+from spaces.models import ApiKey, KeyPrefix
 
-JOINED = ((ApiKey, "k"), (Member, "m"), (Space, "s"))
 KEY_PREFIX_LENGTH = 12
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # write last_used_at at most once a minute a key
 
 
-@cache
-def key_columns() -> str:
-    """The columns of the key, its member and its space, in that order (``key_from_row`` reads them)."""
-    quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(f.column)}" for model, alias in JOINED for f in model._meta.concrete_fields)
-
-
-@cache
-def key_tables(keys: str | None = None) -> str:
-    """``FROM`` the key (alias ``k``; from ``keys``, a CTE of key rows, when given) joined to its
-    member (``m``) and space (``s``)."""
-    quote = connection.ops.quote_name
-    return (
-        f"FROM {keys or quote(ApiKey._meta.db_table)} k "
-        f"JOIN {quote(Member._meta.db_table)} m ON m.id = k.member_id "
-        f"JOIN {quote(Space._meta.db_table)} s ON s.id = k.space_id"
-    )
-
-
-SPACE = Placeholder("space", -1)
-PREFIX = Placeholder("prefix", "\x00prefix")
-KEY_HASH = Placeholder("key_hash", "\x00hash")
-NOW = Placeholder("now", datetime(1901, 1, 1, tzinfo=timezone.utc))
-
-
-@cache
-def valid_key_sql() -> tuple[str, list[str]]:
-    """A valid key (SPEC §2), over the key table as ``k``: in the prefix's space, this prefix,
-    this secret's hash, and live (``ApiKey.live``), compiled by the ORM; and the order of its
-    parameters' names (``space``, ``prefix``, ``key_hash``, ``now``). Every statement that
-    authenticates uses it."""
-    valid = Q(space_id=SPACE.example, prefix=PREFIX.example, key_hash=KEY_HASH.example) & ApiKey.live(NOW.example)
-    return condition_sql(ApiKey, valid, "k", SPACE, PREFIX, KEY_HASH, NOW)
-
-
 def valid_key_params(space_id: int, prefix: str, key_hash: str) -> list:
     values = {"space": space_id, "prefix": prefix, "key_hash": key_hash, "now": django_timezone.now()}
-    return [values[name] for name in valid_key_sql()[1]]
+    return [values[name] for name in sql.valid_key()[1]]
 
 
 SPACES_OF_PREFIXES: dict[str, int] = {}  # this process's reads of KeyPrefix
@@ -90,13 +54,8 @@ def forget_prefix(prefix: str) -> None:
 
 
 @cache
-def lookup_sql() -> str:
-    return f"SELECT {key_columns()} {key_tables()} WHERE {valid_key_sql()[0]}"
-
-
-@cache
 def key_row_width() -> int:
-    return sum(len(model._meta.concrete_fields) for model, _ in JOINED)
+    return sum(len(model._meta.concrete_fields) for model, _ in sql.JOINED)
 
 
 def valid_key(prefix: str, key_hash: str) -> ApiKey | None:
@@ -106,7 +65,7 @@ def valid_key(prefix: str, key_hash: str) -> ApiKey | None:
     if space_id is None:
         return None  # no key has this prefix
     with connection.cursor() as cursor:
-        cursor.execute(lookup_sql(), valid_key_params(space_id, prefix, key_hash))
+        cursor.execute(sql.lookup_key(), valid_key_params(space_id, prefix, key_hash))
         row = cursor.fetchone()
     if row is None:
         forget_prefix(prefix)
@@ -117,7 +76,7 @@ def valid_key(prefix: str, key_hash: str) -> ApiKey | None:
 def key_from_row(row: tuple) -> ApiKey:
     """The key, member and space from the first ``key_row_width()`` values of ``row``."""
     objects, start = [], 0
-    for model, _ in JOINED:
+    for model, _ in sql.JOINED:
         width = len(model._meta.concrete_fields)
         objects.append(instance(model, row[start:start + width]))
         start += width

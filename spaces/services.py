@@ -16,7 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from events import feed
-from spaces import errors
+from spaces import errors, sql
 from spaces.catalog import CatalogRow, parse_title_and_aliases, work_item_sort_key
 from spaces.fingerprints import request_fingerprint
 from spaces.key_lookup import KEY_PREFIX_LENGTH, format_key, hash_secret
@@ -278,8 +278,7 @@ def bump_catalog_version(space: Space, changed: list[str]) -> int:
     """The next catalog version, with the rows it changed (``CatalogChange``), in the caller's
     transaction: bind indexes catch up by those rows alone."""
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {Space._meta.db_table} SET catalog_version = catalog_version + 1 WHERE id = %s "
-                       "RETURNING catalog_version", [space.pk])
+        cursor.execute(sql.NEXT_CATALOG_VERSION, [space.pk])
         version = cursor.fetchone()[0]
     if len(changed) > MAX_LOGGED_CHANGES:
         changed = [CatalogChange.EVERYTHING]

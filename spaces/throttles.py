@@ -16,23 +16,11 @@ from __future__ import annotations
 
 import threading
 import time
-from functools import cache
 
 from django.db import connection
 
 from common.refusals import RateLimited
-from spaces.models import RateCounter
-
-
-@cache
-def hit_sql() -> str:
-    table = connection.ops.quote_name(RateCounter._meta.db_table)
-    return (
-        f"INSERT INTO {table} (scope, subject, window_start, count) "
-        "VALUES (%s, %s, date_trunc('minute', now()), 1) "
-        "ON CONFLICT (scope, subject, window_start) DO UPDATE SET count = EXCLUDED.count + "
-        f"{table}.count RETURNING count, 60 - extract(second FROM now())::integer"
-    )
+from spaces import sql
 
 
 class Verdicts:
@@ -87,7 +75,7 @@ def hit(scope: str, subject: str, limit: int) -> RateLimited | None:
     if remembered is not None:
         return refusal(scope, remembered)
     with connection.cursor() as cursor:
-        cursor.execute(hit_sql(), [scope, subject[:128]])
+        cursor.execute(sql.count_hit(), [scope, subject[:128]])
         count, seconds_left = cursor.fetchone()
     if count <= limit:
         return None
@@ -98,18 +86,14 @@ def hit(scope: str, subject: str, limit: int) -> RateLimited | None:
 
 def over(scope: str, subject: str, limit: int) -> bool:
     """Whether ``subject`` is over ``limit`` this minute, without counting (the admin login checks first)."""
-    table = connection.ops.quote_name(RateCounter._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count FROM {table} WHERE scope = %s AND subject = %s "
-                       "AND window_start = date_trunc('minute', now())", [scope, subject[:128]])
+        cursor.execute(sql.COUNT_THIS_MINUTE, [scope, subject[:128]])
         row = cursor.fetchone()
     return row is not None and row[0] >= limit
 
 
 def purge_rate_counters(*, dry_run: bool = False) -> int:
     """Delete counters of minutes past (run by ``sweep``); returns how many."""
-    table = connection.ops.quote_name(RateCounter._meta.db_table)
     with connection.cursor() as cursor:
-        verb = "SELECT count(*) FROM" if dry_run else "DELETE FROM"
-        cursor.execute(f"{verb} {table} WHERE window_start < date_trunc('minute', now())")
+        cursor.execute(sql.past_counters(dry_run=dry_run))
         return cursor.fetchone()[0] if dry_run else cursor.rowcount

@@ -12,19 +12,16 @@ other and never receive the same task.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
 from functools import cache
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists
 from django.utils import timezone
 
 from common.refusals import InvalidRequest
-from common.sql import Placeholder, Statement, insert_select, named_sql, quote, written_fields
 from costs import services as costs
 from costs.services import Cost
 from spaces.models import Member, Role, Space
-from tasks import errors, graph, wakeups
+from tasks import errors, graph, sql, wakeups
 from tasks.lifecycle import (
     check_task_live,
     check_task_workable,
@@ -37,10 +34,8 @@ from tasks.models import (
     Claim,
     ClaimEnd,
     ClaimOrigin,
-    Dependency,
     EventKind,
     Task,
-    TaskEvent,
     TaskStatus,
 )
 from tasks.filters import ready_queue
@@ -77,53 +72,6 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
 
 # --- The statement of next ----------------------------------------------------------------
 
-# `next {}` as one statement: pick the first of the ready queue with SKIP LOCKED (SPEC §13:
-# open, nothing live blocks it, carrying every label asked for; lowest priority, then lowest
-# number: tasks.filters.ready_queue, compiled by the ORM), mark it claimed, insert the claim
-# and its event, and answer with the tasks it blocks. An open task has no live claim and no
-# waiting attempt, so "claimed" is exactly what recompute_status would say. Column lists
-# come from the models. It first asks whether a claim of the space is past its expiry
-# (Claim.due): such a claim counts as ended, so its task may be the one to hand out; the
-# statement then claims nothing and says so, and the caller records the lapse in a phase of
-# its own and asks again (tasks.commands.claim_next).
-SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
-NOW = Placeholder("now", datetime(1970, 1, 2, 3, 4, 5, 678901, tzinfo=dt_timezone.utc))
-
-
-@cache
-def claim_next_statement() -> tuple[Statement, list[str]]:
-    """The statement, and the task's attribute names in the order it returns the task's columns:
-    built once, so each call hands the row straight to ``Task.from_db``."""
-    task_table = quote(Task._meta.db_table)
-    edges = quote(Dependency._meta.db_table)
-    claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
-                    "origin": f"'{ClaimOrigin.NEXT.value}'", "created_at": "%(now)s", "expires_at": "%(expires)s",
-                    "last_heartbeat_at": "NULL", "ended_at": "NULL", "end_reason": "''"}
-    event_values = {"space": "%(space)s", "task": "task_id", "kind": f"'{EventKind.CLAIMED.value}'",
-                    "actor": "%(member)s", "created_at": "%(now)s",
-                    "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
-                               "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
-    fields = written_fields(Task)
-    due = Claim.objects.filter(Claim.due(NOW.example), space_id=SPACE.example)
-    picked = named_sql(ready_queue(SPACE.example, LABELS.example).filter(~Exists(due)).values("id")[:1],
-                       SPACE, LABELS, NOW)
-    sql = (
-        f"WITH due AS (SELECT EXISTS({named_sql(due.values('id')[:1], SPACE, NOW)}) AS flag), "
-        f"picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
-        f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
-        f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
-        f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
-        f"event AS ({insert_select(TaskEvent, event_values)} FROM claim) "
-        f"SELECT due.flag, claim.id, creator.name, ARRAY(SELECT waiting.number FROM {edges} AS d "
-        f"JOIN {task_table} AS waiting ON waiting.id = d.task_id WHERE d.space_id = %(space)s "
-        "AND d.blocker_id = claim.task_id ORDER BY waiting.number), "
-        f"claimed.id, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
-        "FROM due LEFT JOIN (claim JOIN claimed ON claimed.id = claim.task_id) ON true "
-        f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
-    )
-    return Statement("claim the next task", sql), ["id", *(f.attname for f in fields)]
-
-
 @cache
 def claim_attnames() -> list[str]:
     return [f.attname for f in Claim._meta.concrete_fields]
@@ -152,7 +100,7 @@ def claim_next_task(*, space: Space, member: Member,
     queueing behind it, and the partial index task_open_by_priority keeps the search small
     however many tasks have finished.
     """
-    statement, task_attnames = claim_next_statement()
+    statement, task_attnames = sql.claim_next()
     for _ in range(NEXT_ROUNDS):
         now = timezone.now()
         expires_at = claim_expiry(space, now)

@@ -20,7 +20,7 @@ def ready_condition(now: datetime | None = None) -> Q:
     """Ready (SPEC §13): open, and no live task blocks it. With ``now``, open as a read at ``now``
     shows it (``tasks.status``: a claim past its expiry counts as ended): the lists, the board and
     the summary. Without, the stored status: ``next``'s statement is compiled from ``ready_queue``
-    (``tasks.claims.claim_next_statement``), which records every due lapse before it picks."""
+    (``tasks.sql.claim_next``), which records every due lapse before it picks."""
     is_open = Q(status=TaskStatus.OPEN) if now is None else shown_as(TaskStatus.OPEN, now)
     return is_open & ~blocked()
 

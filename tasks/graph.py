@@ -25,6 +25,7 @@ from typing import Iterable
 from django.db import connection, transaction
 
 from common.refusals import InvalidRequest, NotFound
+from common.sql import ADVISORY_XACT_LOCK
 from spaces.models import Member, Space
 from spaces.selectors import as_int
 from tasks import errors, sql, wakeups
@@ -42,7 +43,7 @@ from tasks.selectors import get_task
 
 def lock_graph(space_id: int) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(sql.GRAPH_LOCK_SQL, [sql.GRAPH_LOCK_CLASS, space_id])
+        cursor.execute(ADVISORY_XACT_LOCK, [sql.GRAPH_LOCK_CLASS, space_id])
 
 
 def share_lock(task_ids: Iterable[int]) -> None:

@@ -146,6 +146,11 @@ class Dependency(models.Model):
         return f"#{self.task.number} waits on #{self.blocker.number}"
 
 
+# Every live title has this term in the similar-tasks index (no real term is empty): its rows
+# count the space's live titles (tasks.similarity).
+LIVE_TERM = ""
+
+
 class TitleTerm(models.Model):
     """The similar-tasks index (SPEC §16): one row per term of each live task's title. The
     create statement writes a task's rows; the transaction that ends it deletes them

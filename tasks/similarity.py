@@ -28,17 +28,17 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Collection, Iterable, Mapping, Sequence
 
 import snowballstemmer
 from django.db import connection
 
 from allocation.binding import tokens
-from common.sql import column, table
 from spaces.models import Space
 from tasks.errors import SurvivorInvalid
-from tasks.models import LIVE_STATUSES, DistinctPair, Task, TitleTerm
+from tasks import sql
+from tasks.models import LIVE_STATUSES, LIVE_TERM, DistinctPair, Task, TitleTerm
 
 # Tuned on tests/fixtures/similar-pairs.json (docs/benchmarks.md, "Similar tasks").
 # The space setting's default is the one value (spaces.models.Space.similar_threshold).
@@ -64,8 +64,6 @@ FUNCTION_WORDS = frozenset("""
 # common term weighs (measured on the labelled pairs: the same precision and recall as exact
 # counts, docs/benchmarks.md).
 COUNT_CAP = 100
-# Every live title has this term in the index (no real term is empty): its rows count them.
-LIVE_TERM = ""
 
 _stemmer = snowballstemmer.stemmer("english")
 
@@ -260,48 +258,6 @@ class KeptCounts:
                     del self.spaces[space]
 
 
-# --- Its statements ------------------------------------------------------------------------
-
-@cache
-def term_counts_sql(cap: int) -> str:
-    """How many live titles of the space have each term, counted up to ``cap`` (a term that
-    common weighs as little as a weight gets; LIVE_TERM's count is the live titles'): ``(term,
-    count)`` rows. Params: space, terms."""
-    index, space, term = table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term")
-    counted = (f"(SELECT count(*) FROM (SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s "
-               f"AND p.{term} = {{}} LIMIT {cap}) AS c)")
-    return f"SELECT q.term, {counted.format('q.term')} FROM unnest(%(terms)s::text[]) AS q(term)"
-
-
-@cache
-def similar_candidates_sql(cap: int) -> str:
-    """A title's best candidates and what scoring them needs. The candidates: live tasks (the
-    index holds only those) with one of the title's probe terms, but ``exclude``, that share at
-    least ``bound`` of its weight (the title's terms come with their weights: ``terms``,
-    ``weights``), the ``keep`` sharing most; then how many live titles have each of their terms
-    not ``known``, counted up to ``cap``. Rows ``(id, number, title, status, terms, NULL,
-    NULL)``, then ``(NULL, …, term, count)``. Params: space, terms, weights, probe, exclude,
-    bound, keep, known."""
-    index, space, term, task = (table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term"),
-                                column(TitleTerm, "task"))
-    tasks, task_id, terms = table(Task), column(Task, "id"), column(Task, "title_terms")
-    shown = ", ".join(f"t.{column(Task, name)}" for name in ("id", "number", "title", "status", "title_terms"))
-    return (f"WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)), "
-            f"candidate AS MATERIALIZED (SELECT {shown}, (SELECT sum(q.w) FROM q WHERE q.term = ANY(t.{terms})) "
-            f"AS shared FROM {tasks} AS t WHERE t.{task_id} IN (SELECT p.{task} FROM {index} AS p "
-            f"WHERE p.{space} = %(space)s AND p.{term} = ANY(%(probe)s::text[])) "
-            f"AND t.{task_id} IS DISTINCT FROM %(exclude)s), "
-            "best AS MATERIALIZED (SELECT * FROM candidate WHERE shared >= %(bound)s "
-            f"ORDER BY shared DESC, {column(Task, 'number')} LIMIT %(keep)s), "
-            f"other AS (SELECT DISTINCT u.term FROM best, unnest(best.{terms}) AS u(term) "
-            "WHERE u.term <> ALL(%(known)s::text[])) "
-            f"SELECT {', '.join(column(Task, n) for n in ('id', 'number', 'title', 'status', 'title_terms'))}, "
-            "NULL::text, NULL::bigint FROM best "
-            "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, o.term, (SELECT count(*) FROM "
-            f"(SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = o.term LIMIT {cap}) AS c) "
-            "FROM other AS o")
-
-
 KEPT_SECONDS = 10.0
 KEPT = KeptCounts()
 
@@ -314,7 +270,7 @@ def read_weights(space_id: int, title_terms: Iterable[str]) -> Weights:
     missing = sorted(wanted - counts.keys())
     if missing:
         with connection.cursor() as cursor:
-            cursor.execute(term_counts_sql(COUNT_CAP), {"space": space_id, "terms": missing})
+            cursor.execute(sql.term_counts(COUNT_CAP), {"space": space_id, "terms": missing})
             counted = dict(cursor.fetchall())
         KEPT.keep(space_id, counted)
         counts.update(counted)
@@ -339,7 +295,7 @@ def similar_to(space, title: str, *, exclude: int | None = None) -> list[tuple[C
     common = [term for term in KEPT.common(space.pk) if term not in weights.counts]
     counts, candidates, counted = {**weights.counts, **dict.fromkeys(common, COUNT_CAP)}, [], {}
     with connection.cursor() as cursor:
-        cursor.execute(similar_candidates_sql(COUNT_CAP), {
+        cursor.execute(sql.similar_candidates(COUNT_CAP), {
             "space": space.pk, "terms": title_terms, "weights": [weights(t) for t in title_terms], "probe": probe,
             "exclude": exclude, "keep": CANDIDATES_SCORED, "known": [*title_terms, *common],
             # a title must share this much of this one's weight to reach the threshold

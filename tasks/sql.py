@@ -4,33 +4,62 @@ from the models' metadata (tables and columns from ``_meta``, value lists from
 modules that run them (services, claims, graph, lifecycle) pass the parameters.
 
 Other apps' tables appear only through the parts their owners hand out, as typed values
-(``common.sql.Cte``) built from the parts they read: ``allocation.services.reservation_taken``
+(``common.sql.Cte``) built from the parts they read: ``allocation.sql.reservation_taken``
 and ``occupancy_of`` (the reservation and the occupancy), ``spaces.sql.next_task_number``
-(the space's task counter); this app hands allocation ``task_winner`` in return.
+(the space's task counter); this app hands allocation ``task_winner`` in return; the events
+app's table is named by its model.
+
+The rule the database keeps for this app as a trigger is here too (``history_into_feed``),
+applied by ``tasks/migrations/0024_history_into_the_feed_by_name.py`` and held to the database's
+definition by ``tests/events/test_triggers.py``.
 """
 from __future__ import annotations
 
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from functools import cache
 
+from django.db.models import Exists
 
-from allocation import services as allocation
-from common.sql import Cte, Statement, column, insert_select, quote, table, with_query
+from allocation import sql as allocation
+from events import sql as events_sql
+from common.sql import (
+    Cte, Placeholder, Statement, Trigger, column, insert_select, named_sql, quote, table, with_query, written_fields,
+)
 from spaces.models import Member
 from spaces.sql import next_task_number
-from tasks import wakeups
-from tasks.similarity import LIVE_TERM
+from events.models import Event
+from tasks.filters import ready_queue
 from tasks.models import (
     Claim,
     ClaimOrigin,
+    TaskStatus,
     Dependency,
+    LIVE_TERM,
     EventKind,
     SlotDoneCount,
     SpaceLabel,
     Task,
     TaskEvent,
-    TaskStatus,
     TitleTerm,
+    WaitSlot,
 )
+
+
+# --- Work made ready (tasks.wakeups, SPEC §15) -----------------------------------------------
+
+WORK_CHANNEL = "spaces_work"
+
+
+def notify_work(space: str, context: str) -> str:
+    """The notification that work may be ready, as an SQL expression, for a statement that makes
+    work ready by itself (a create): ``space`` is the SQL of the space's id, ``context`` of what
+    ``tracing.wake_context`` gave (the payload is ``<space id>`` or ``<space id> <traceparent>``)."""
+    return f"pg_notify('{WORK_CHANNEL}', ({space})::text || {context})"
+
+
+# The same, sent on its own. Params: the space's id, the wake context.
+WORK_READY = f"SELECT {notify_work('%s', '%s')}"
 
 
 # --- Creating a task (tasks.services) ------------------------------------------------------
@@ -71,12 +100,12 @@ def create_task_statement() -> Statement:
     return with_query(
         "create a task", [taken, numbered, created, allocation.occupancy_of(created), event, indexed, labelled],
         f"SELECT {created.col('id')}, {created.col('number')}, "
-        f"CASE WHEN %(wake)s THEN {wakeups.notify_sql('%(space)s', '%(wake_context)s')} END FROM {created}",
+        f"CASE WHEN %(wake)s THEN {notify_work('%(space)s', '%(wake_context)s')} END FROM {created}",
         reads=(created,))
 
 
 def task_winner(task_id: str) -> Cte:
-    """The occupying task a 409 names, for allocation's reserve statement (``allocation.services.Winner``):
+    """The occupying task a 409 names, for allocation's reserve statement (``allocation.sql.Winner``):
     the number and status of the task whose id is ``task_id`` (an SQL expression)."""
     return Cte("winner", f"SELECT {column(Task, 'number')} AS number, {column(Task, 'status')} AS status "
                          f"FROM {table(Task)} WHERE {column(Task, 'id')} = {task_id}", columns=("number", "status"))
@@ -89,8 +118,8 @@ GRAPH_LOCK_CLASS = 13
 UNBLOCKING_LOCK_CLASS = 14
 
 
-# The space's graph lock: held by whoever adds edges between existing tasks. Params: class, space.
-GRAPH_LOCK_SQL = "SELECT pg_advisory_xact_lock(%s, (%s %% 2147483647)::int)"
+# The space's graph lock (``common.sql.ADVISORY_XACT_LOCK`` of GRAPH_LOCK_CLASS and the space):
+# held by whoever adds edges between existing tasks.
 
 
 @cache
@@ -137,3 +166,143 @@ def count_done_sql() -> str:
                                  column(SlotDoneCount, "work_item_id"), column(SlotDoneCount, "done"))
     return (f"INSERT INTO {counts} ({space}, {item}, {done}) VALUES (%s, %s, 1) "
             f"ON CONFLICT ({space}, {item}) DO UPDATE SET {done} = {counts}.{done} + 1")
+
+
+# --- Similar tasks (tasks.similarity, SPEC §16) ---------------------------------------------
+
+@cache
+def term_counts(cap: int) -> str:
+    """How many live titles of the space have each term, counted up to ``cap`` (a term that
+    common weighs as little as a weight gets; LIVE_TERM's count is the live titles'): ``(term,
+    count)`` rows. Params: space, terms."""
+    index, space, term = table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term")
+    counted = (f"(SELECT count(*) FROM (SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s "
+               f"AND p.{term} = {{}} LIMIT {cap}) AS c)")
+    return f"SELECT q.term, {counted.format('q.term')} FROM unnest(%(terms)s::text[]) AS q(term)"
+
+
+@cache
+def similar_candidates(cap: int) -> str:
+    """A title's best candidates and what scoring them needs. The candidates: live tasks (the
+    index holds only those) with one of the title's probe terms, but ``exclude``, that share at
+    least ``bound`` of its weight (the title's terms come with their weights: ``terms``,
+    ``weights``), the ``keep`` sharing most; then how many live titles have each of their terms
+    not ``known``, counted up to ``cap``. Rows ``(id, number, title, status, terms, NULL,
+    NULL)``, then ``(NULL, …, term, count)``. Params: space, terms, weights, probe, exclude,
+    bound, keep, known."""
+    index, space, term, task = (table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term"),
+                                column(TitleTerm, "task"))
+    tasks, task_id, terms = table(Task), column(Task, "id"), column(Task, "title_terms")
+    shown = ", ".join(f"t.{column(Task, name)}" for name in ("id", "number", "title", "status", "title_terms"))
+    return (f"WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)), "
+            f"candidate AS MATERIALIZED (SELECT {shown}, (SELECT sum(q.w) FROM q WHERE q.term = ANY(t.{terms})) "
+            f"AS shared FROM {tasks} AS t WHERE t.{task_id} IN (SELECT p.{task} FROM {index} AS p "
+            f"WHERE p.{space} = %(space)s AND p.{term} = ANY(%(probe)s::text[])) "
+            f"AND t.{task_id} IS DISTINCT FROM %(exclude)s), "
+            "best AS MATERIALIZED (SELECT * FROM candidate WHERE shared >= %(bound)s "
+            f"ORDER BY shared DESC, {column(Task, 'number')} LIMIT %(keep)s), "
+            f"other AS (SELECT DISTINCT u.term FROM best, unnest(best.{terms}) AS u(term) "
+            "WHERE u.term <> ALL(%(known)s::text[])) "
+            f"SELECT {', '.join(column(Task, n) for n in ('id', 'number', 'title', 'status', 'title_terms'))}, "
+            "NULL::text, NULL::bigint FROM best "
+            "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, o.term, (SELECT count(*) FROM "
+            f"(SELECT 1 FROM {index} AS p WHERE p.{space} = %(space)s AND p.{term} = o.term LIMIT {cap}) AS c) "
+            "FROM other AS o")
+
+
+# --- A task's history into the feed (SPEC §17) -----------------------------------------------
+# Every history event of a task is also an event of its space's feed, written by the same
+# statement that writes the history row, whichever code path wrote it (the ORM, the create
+# statement, next's statement): a trigger, so there is no second path to forget. The feed's
+# type is ``task.`` and the history kind; its data is the history's details; the feed numbers it
+# as it commits (``events.sql.seal``).
+@cache
+def history_into_feed() -> Trigger:
+    into = ", ".join(column(Event, name) for name in ("space", "seq", "type", "task_number", "actor", "data", "at"))
+    return Trigger("tasks_history_into_feed", on=TaskEvent._meta.db_table, timing="AFTER INSERT", body=f"""
+BEGIN
+    INSERT INTO {table(Event)} ({into})
+    SELECT NEW.{column(TaskEvent, "space")}, NULL, 'task.' || NEW.{column(TaskEvent, "kind")}, t.{column(Task, "number")},
+           NEW.{column(TaskEvent, "actor")}, NEW.{column(TaskEvent, "details")}, NEW.{column(TaskEvent, "created_at")}
+    FROM {table(Task)} t WHERE t.{column(Task, "id")} = NEW.{column(TaskEvent, "task")};
+    RETURN NULL;
+END """)
+
+# --- Wait slots (tasks.waiting, SPEC §15 Capacity) -------------------------------------------
+
+_slots = table(WaitSlot)
+# The first of slots 1..limit no live wait holds, taken; a slot whose holder's time is past is
+# taken over (ON CONFLICT … WHERE); a slot another wait took a moment before returns no row.
+TAKE_WAIT_SLOT = f"""
+WITH free AS (
+    SELECT s FROM generate_series(1, %(limit)s) AS s
+    WHERE NOT EXISTS (SELECT 1 FROM {_slots} w WHERE w.space_id = %(space)s AND w.api_key_id = %(key)s AND w.slot = s AND w.held_until > now())
+    ORDER BY s LIMIT 1)
+INSERT INTO {_slots} (space_id, api_key_id, slot, token, held_until)
+SELECT %(space)s, %(key)s, s, %(token)s, now() + make_interval(secs => %(seconds)s) FROM free
+ON CONFLICT (space_id, api_key_id, slot) DO UPDATE SET token = EXCLUDED.token, held_until = EXCLUDED.held_until
+    WHERE {_slots}.held_until <= now()
+RETURNING slot"""
+# How many of a key's slots 1..limit live waits hold now.
+HELD_WAIT_SLOTS = f"""
+SELECT count(*) FROM {_slots} WHERE space_id = %(space)s AND api_key_id = %(key)s AND slot <= %(limit)s AND held_until > now()"""
+
+
+# --- `next` (tasks.claims) -----------------------------------------------------------------
+
+# `next {}` as one statement: pick the first of the ready queue with SKIP LOCKED (SPEC §13:
+# open, nothing live blocks it, carrying every label asked for; lowest priority, then lowest
+# number: tasks.filters.ready_queue, compiled by the ORM), mark it claimed, insert the claim
+# and its event, and answer with the tasks it blocks. An open task has no live claim and no
+# waiting attempt, so "claimed" is exactly what recompute_status would say. Column lists
+# come from the models. It first asks whether a claim of the space is past its expiry
+# (Claim.due): such a claim counts as ended, so its task may be the one to hand out; the
+# statement then claims nothing and says so, and the caller records the lapse in a phase of
+# its own and asks again (tasks.commands.claim_next).
+SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
+NOW = Placeholder("now", datetime(1970, 1, 2, 3, 4, 5, 678901, tzinfo=dt_timezone.utc))
+
+
+@cache
+def claim_next() -> tuple[Statement, list[str]]:
+    """The statement, and the task's attribute names in the order it returns the task's columns:
+    built once, so each call hands the row straight to ``Task.from_db``."""
+    task_table = quote(Task._meta.db_table)
+    edges = quote(Dependency._meta.db_table)
+    claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
+                    "origin": f"'{ClaimOrigin.NEXT.value}'", "created_at": "%(now)s", "expires_at": "%(expires)s",
+                    "last_heartbeat_at": "NULL", "ended_at": "NULL", "end_reason": "''"}
+    event_values = {"space": "%(space)s", "task": "task_id", "kind": f"'{EventKind.CLAIMED.value}'",
+                    "actor": "%(member)s", "created_at": "%(now)s",
+                    "details": "jsonb_build_object('member', %(member)s, 'claim', id, "
+                               "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
+    fields = written_fields(Task)
+    due = Claim.objects.filter(Claim.due(NOW.example), space_id=SPACE.example)
+    picked = named_sql(ready_queue(SPACE.example, LABELS.example).filter(~Exists(due)).values("id")[:1],
+                       SPACE, LABELS, NOW)
+    sql = (
+        f"WITH due AS (SELECT EXISTS({named_sql(due.values('id')[:1], SPACE, NOW)}) AS flag), "
+        f"picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
+        f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
+        f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
+        f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
+        f"event AS ({insert_select(TaskEvent, event_values)} FROM claim) "
+        f"SELECT due.flag, claim.id, creator.name, ARRAY(SELECT waiting.number FROM {edges} AS d "
+        f"JOIN {task_table} AS waiting ON waiting.id = d.task_id WHERE d.space_id = %(space)s "
+        "AND d.blocker_id = claim.task_id ORDER BY waiting.number), "
+        f"claimed.id, {', '.join(f'claimed.{quote(f.column)}' for f in fields)} "
+        "FROM due LEFT JOIN (claim JOIN claimed ON claimed.id = claim.task_id) ON true "
+        f"LEFT JOIN {quote(Member._meta.db_table)} AS creator ON creator.id = claimed.creator_id"
+    )
+    return Statement("claim the next task", sql), ["id", *(f.attname for f in fields)]
+
+
+# --- The work listener (tasks.waiting, SPEC §15) ---------------------------------------------
+
+LISTENS = (f"LISTEN {WORK_CHANNEL}", f"LISTEN {events_sql.CHANNEL}")  # what a process's listener hears
+
+
+def any_work(probes: list[str]) -> str:
+    """One statement for a listener's recheck: each probe (a waiter kind's compiled ORM query,
+    answering whether there is work for it) as one element of an array, in order."""
+    return "SELECT ARRAY[" + ", ".join(f"({probe})" for probe in probes) + "]"

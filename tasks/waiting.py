@@ -5,7 +5,7 @@ runner ends the unit (no transaction, no lock, no connection held while it waits
 ``Waiter`` here and runs the unit again when the waiter is woken, until its time is up.
 
 One listener thread per process holds one connection of its own: it ``LISTEN``s on
-``tasks.wakeups.CHANNEL`` (on ``DATABASE_LISTEN_URL`` when set, else on the database of
+``tasks.sql.WORK_CHANNEL`` (on ``DATABASE_LISTEN_URL`` when set, else on the database of
 ``DATABASE_URL``; ``DATABASE_LISTEN_URL=off`` for a transaction-mode pooler with no direct
 path, where ``LISTEN`` hears nothing), and once a second while anyone waits it sends one
 statement — does each kind of waiter here have work now? — which catches what a lost
@@ -36,14 +36,14 @@ from django.db import connection
 from django.db.models.functions import Now
 
 from common.refusals import RateLimited, ServiceUnavailable
-from events.feed import CHANNEL as FEED_CHANNEL
+from events import sql as events_sql
+from events.sql import CHANNEL as FEED_CHANNEL
 from telemetry import counters
 from events.feed import Woken
-from events.models import FeedCounter
 from tasks.attempts import checkable_attempts
+from tasks import sql
 from tasks.filters import ready_queue
 from tasks.models import Claim, WaitSlot
-from tasks.wakeups import CHANNEL
 
 log = logging.getLogger("spaces.waiting")
 
@@ -417,8 +417,8 @@ class Listener(threading.Thread):
                 else psycopg.connect(**conninfo, **kwargs))
         with conn:
             if listens:
-                conn.execute(f"LISTEN {CHANNEL}")
-                conn.execute(f"LISTEN {FEED_CHANNEL}")
+                for listen in sql.LISTENS:
+                    conn.execute(listen)
             self.connects += 1
             self.connected.set()
             self.recheck(conn)  # whatever was made ready while no one listened
@@ -457,17 +457,14 @@ class Listener(threading.Thread):
         feeds followed here: their last seqs."""
         spaces = self.registry.feed_spaces()
         if spaces:
-            counters = FeedCounter._meta
-            rows = conn.execute(f"SELECT space_id, last_seq FROM {counters.db_table} WHERE space_id = ANY(%s)",
-                                [spaces]).fetchall()
+            rows = conn.execute(events_sql.LAST_SEQS, [spaces]).fetchall()
             for space_id, last_seq in rows:
                 self.registry.feed_notified(space_id, last_seq)
         probes = self.registry.probes()
         if not probes:
             return
-        sql = "SELECT ARRAY[" + ", ".join(f"({probe[0]})" for _, _, probe in probes) + "]"
         params = [param for _, _, probe in probes for param in probe[1]]
-        (found,) = conn.execute(sql, params).fetchone()
+        (found,) = conn.execute(sql.any_work([probe[0] for _, _, probe in probes]), params).fetchone()
         ready: dict[int, set[tuple]] = {}
         for (space_id, shape, _), has_work in zip(probes, found):
             if has_work:
@@ -501,28 +498,12 @@ def take_wait_slot(*, space_id: int, key_id: int, limit: int, hold_seconds: floa
     token = secrets.token_hex(16)
     for _ in range(SLOT_TRIES):
         with connection.cursor() as cursor:
-            cursor.execute(TAKE_WAIT_SLOT, {"space": space_id, "key": key_id, "limit": limit, "token": token,
+            cursor.execute(sql.TAKE_WAIT_SLOT, {"space": space_id, "key": key_id, "limit": limit, "token": token,
                                             "seconds": hold_seconds})
             if cursor.fetchone() is not None:
                 return token
-            cursor.execute(HELD_WAIT_SLOTS, {"space": space_id, "key": key_id, "limit": limit})
+            cursor.execute(sql.HELD_WAIT_SLOTS, {"space": space_id, "key": key_id, "limit": limit})
             if cursor.fetchone()[0] >= limit:
                 return None
     return None
 
-
-_slots = WaitSlot._meta.db_table
-# The first of slots 1..limit no live wait holds, taken; a slot whose holder's time is past is
-# taken over (ON CONFLICT … WHERE); a slot another wait took a moment before returns no row.
-TAKE_WAIT_SLOT = f"""
-WITH free AS (
-    SELECT s FROM generate_series(1, %(limit)s) AS s
-    WHERE NOT EXISTS (SELECT 1 FROM {_slots} w WHERE w.space_id = %(space)s AND w.api_key_id = %(key)s AND w.slot = s AND w.held_until > now())
-    ORDER BY s LIMIT 1)
-INSERT INTO {_slots} (space_id, api_key_id, slot, token, held_until)
-SELECT %(space)s, %(key)s, s, %(token)s, now() + make_interval(secs => %(seconds)s) FROM free
-ON CONFLICT (space_id, api_key_id, slot) DO UPDATE SET token = EXCLUDED.token, held_until = EXCLUDED.held_until
-    WHERE {_slots}.held_until <= now()
-RETURNING slot"""
-HELD_WAIT_SLOTS = f"""
-SELECT count(*) FROM {_slots} WHERE space_id = %(space)s AND api_key_id = %(key)s AND slot <= %(limit)s AND held_until > now()"""

@@ -191,3 +191,20 @@ def test_a_front_writes_no_row_itself():
     assert found == []
     assert WRITES.search("    Task.objects.filter(pk=1).update(status='open')") and WRITES.search("        obj.save()")
     assert not WRITES.search("        # What formset.save() would have recorded")
+
+
+SQL_TEXT = re.compile(r"""(?:^|[^\w])f?["'](SELECT|INSERT INTO|UPDATE|DELETE FROM|WITH|LISTEN|EXPLAIN) """, re.M)
+# A front's own probes, which read no app's table: the readiness check's "SELECT 1", and the
+# admin's estimate of a long list's count (EXPLAIN of the admin's own compiled query).
+SQL_LEFT_IN_FRONTS = {"fronts.operator.health", "fronts.admin.tasks"}
+
+
+def test_each_apps_hand_written_sql_is_in_its_sql_module():
+    """SQL by name: an app's statements are built in its ``sql.py`` (named, described, from the
+    models' metadata), and run by name elsewhere; ``common`` holds the helpers they are built with."""
+    found = sorted(name for name, path in production_modules().items()
+                   if not name.startswith("common") and not name.endswith(".sql")
+                   and name not in SQL_LEFT_IN_FRONTS and SQL_TEXT.search(path.read_text()))
+    assert found == []
+    assert SQL_TEXT.search('cursor.execute(f"SELECT {x}")') and SQL_TEXT.search("sql = 'WITH a AS (…)'")
+    assert not SQL_TEXT.search('"""Select the next task"""')

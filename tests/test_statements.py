@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from allocation import services as allocation
+from allocation import sql as allocation
 from common.sql import Cte, Statement, with_query
 from spaces.sql import next_task_number
 from tasks.sql import create_task_statement, task_winner
@@ -26,7 +26,7 @@ def test_every_composed_statement_builds_with_its_parts_in_order():
     assert {"reservation", "lock_member", "lock_key", "space", "terms", "wake"} <= create.parameters
     for with_hold in (True, False):
         for winner in (task_winner, allocation.no_task_winner):
-            reserve = allocation.reserve_statement(with_hold, winner)
+            reserve = allocation.reserve(with_hold, winner)
             assert reserve.sql.startswith("WITH not_durable AS MATERIALIZED (")
             assert "winner.number" in reserve.sql
 

@@ -6,11 +6,9 @@ import base64
 import json
 import secrets
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection
 from django.utils import timezone
 
 from common.refusals import InvalidRequest, NotFound
@@ -137,5 +135,4 @@ def as_body(event: dict[str, Any]) -> str:
 def wake(space_id: int) -> None:
     """Tell the delivery workers there is something to send (with the feed's own notification,
     at commit)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_notify(%s, %s)", [feed.CHANNEL, str(space_id)])
+    feed.wake_followers(space_id)

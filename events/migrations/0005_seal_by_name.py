@@ -1,10 +1,10 @@
-"""The seal (0002) applied again from where it is defined, ``events.triggers.seal``: from now on
+"""The seal (0002) applied again from where it is defined, ``events.sql.seal``: from now on
 a change to it is a change there and a migration that applies it, as this one does."""
 from django.db import migrations
 
 
 def apply(apps, schema_editor) -> None:
-    from events.triggers import seal
+    from events.sql import seal
 
     schema_editor.execute(seal().install_sql())
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from costs.selectors import GROUPS
 from costs.serializers import MAX_USD
-from costs.selectors import THRESHOLD
+from costs.models import THRESHOLD
 from fronts.reference import register_section
 from fronts.reference.tasks import refusal
 

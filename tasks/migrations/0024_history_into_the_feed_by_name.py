@@ -1,11 +1,11 @@
 """The history's trigger into the feed (0018) applied again from where it is defined,
-``tasks.triggers.history_into_feed``: from now on a change to it is a change there and a
+``tasks.sql.history_into_feed``: from now on a change to it is a change there and a
 migration that applies it, as this one does."""
 from django.db import migrations
 
 
 def apply(apps, schema_editor) -> None:
-    from tasks.triggers import history_into_feed
+    from tasks.sql import history_into_feed
 
     schema_editor.execute(history_into_feed().install_sql())
 

@@ -1,5 +1,5 @@
 """The rules the database keeps as triggers are the ones their apps define by name
-(``events.triggers``, ``tasks.triggers``): a change there without a migration that applies it
+(``events.sql``, ``tasks.sql``): a change there without a migration that applies it
 fails here, as a trigger changed by hand in the database would."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 
 from common.sql import Trigger
-from events.triggers import seal
-from tasks.triggers import history_into_feed
+from events.sql import seal
+from tasks.sql import history_into_feed
 
 pytestmark = pytest.mark.django_db
 

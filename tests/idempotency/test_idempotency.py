@@ -103,7 +103,7 @@ def test_a_duplicate_of_a_live_attempt_is_409_in_progress_and_changes_nothing(wr
     """The first attempt is alive exactly while its transaction holds the liveness lock."""
     from django.db import connections
 
-    from idempotency.first_touch import LOCK_KEY
+    from idempotency.sql import LOCK_KEY
 
     live = connections.create_connection("default")  # the first attempt, on a connection of its own
     try:
@@ -212,7 +212,7 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
     no settled answer; once that attempt is gone, a retry creates the task."""
     from django.db import connections
 
-    from idempotency.first_touch import LOCK_KEY
+    from idempotency.sql import LOCK_KEY
     from commands.unit import UnitOfWork
 
     other = connections.create_connection("default")  # the other attempt, on its own connection
