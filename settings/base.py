@@ -166,6 +166,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A choice set several components share, named once (SPEC §21: a member is an agent or a person).
+    "ENUM_NAME_OVERRIDES": {"MemberKindEnum": "spaces.models.MemberKind"},
 }
 
 # The MCP front: stateless streamable HTTP, so any server process can answer.

