@@ -18,6 +18,7 @@ from events import feed
 from spaces.models import ApprovalRequired, Member, MemberKind, Role, Space
 from tasks import errors, wakeups
 from tasks.lifecycle import notify, record_event
+from tasks.stewardship import close_task, lock_tasks
 from tasks.models import EventKind, NotificationKind, Task, TaskStatus
 
 
@@ -66,7 +67,7 @@ def locked_proposal(task: Task, actor: Member) -> Task:
     """``task`` under its row lock, still proposed, and ``actor`` one who may decide it."""
     if not may_decide(task, actor):
         raise errors.NotApprover()
-    task = Task.objects.select_for_update(of=("self",), no_key=True).select_related("space").get(pk=task.pk)
+    (task,) = lock_tasks(task)
     if task.status != TaskStatus.PROPOSED:
         raise errors.TaskNotProposed(f"Task {task.number} is {task.status}: it was decided already.",
                                      task_status=task.status)
@@ -89,8 +90,6 @@ def approve(*, task: Task, actor: Member) -> Task:
 
 def refuse(*, task: Task, actor: Member, reason: str = "") -> Task:
     """A proposal refused: the task is rejected and its key freed (SPEC §4.4)."""
-    from tasks.stewardship import close_task  # stewardship's close, which imports what creates need
-
     with transaction.atomic():
         task = locked_proposal(task, actor)
         close_task(task, status=TaskStatus.REJECTED, actor=actor, reason=reason)
