@@ -56,7 +56,7 @@ class SpacesAutoSchema(AutoSchema):
                 and "pattern" not in schema and "enum" not in schema:
             # DRF trims white space before it checks a field is not blank: something visible, then.
             blank_refused = field.trim_whitespace and not field.allow_blank
-            schema["pattern"] = "^(?=[^\\x00]*\\S)[^\\x00]*$" if blank_refused else NO_NUL["pattern"]
+            schema["pattern"] = "^[^\\x00]*[^\\x00\\s][^\\x00]*$" if blank_refused else NO_NUL["pattern"]
         return schema
 
 
