@@ -115,6 +115,7 @@ class Waiting:
     waiter: Waitable | None = None
     requested: bool = False  # the last run asked to wait (UnitOfWork.wait_for)
     client_gone: Callable[[], bool] | None = None  # the front's: has the caller hung up?
+    carried: dict[str, Any] = field(default_factory=dict)  # what a run committed, for the runs after it
 
 
 class ClientGone(Exception):
@@ -238,6 +239,17 @@ class UnitOfWork:
             waiting.waiter.renew(waiter)  # the same waiter, keeping its place in line
         waiting.requested = True
         return True
+
+    def carried(self, name: str) -> Any:
+        """What an earlier run of this waiting unit committed and ``carry``-ed (None: nothing).
+        A command that writes before it waits (``ask`` with ``wait``) commits its write in a
+        phase of its own and carries it, so the runs after a wake-up read it instead of
+        writing again."""
+        return self.waiting.carried.get(name) if self.waiting is not None else None
+
+    def carry(self, name: str, value: Any) -> None:
+        if self.waiting is not None:
+            self.waiting.carried[name] = value
 
     def lock_params(self) -> dict[str, Any]:
         """The unit's liveness lock, as the mutation statement takes it (``LOCK_KEY``)."""

@@ -52,6 +52,7 @@ SPACE_TYPES = (
     "catalog.item_saved", "catalog.item_deleted", "catalog.imported", "hold.added", "hold.released",
     "webhook.disabled", "budget.threshold", "budget.exhausted",
     "approval.requested", "approval.given", "approval.refused",
+    "question.asked", "question.answered", "question.expired", "question.withdrawn", "message.posted",
 )
 
 

@@ -107,10 +107,26 @@ def readable(command: str, result: Any) -> str:
     if command == "bind":
         scores = ", ".join(f"{s['work_item_id']} {s['jaccard']}" for s in result["scores"] if s["value"] > 0)
         return f"binds to {result['work_item_id'] or 'no slot (title fallback)'}; {scores or 'no scores'}"
+    if command in ("ask", "answer"):
+        return describe_question(result)
+    if command == "message":
+        return f"message {result['id']} to {numbers(result['to']) or 'nobody'}"
+    if command == "inbox":
+        lines = [f"question {q['id']} on task {q['task']}: {one_line(q['body'])}" for q in result["questions"]]
+        lines += [f"approve? {describe_task(t)}" for t in result["approvals"]]
+        lines += [f"check attempt {c['attempt']} of task {c['task']}" for c in result["checks"]]
+        lines += [f"message {m['id']} from {m['sender']}{' on task ' + str(m['task']) if m['task'] else ''}: "
+                  f"{one_line(m['body'])}" for m in result["messages"]]
+        return "\n".join(lines) or "nothing waits on you"
     if command == "notifications":
         return "\n".join(f"{n['kind']} task {n['task']}: {json.dumps(n['details'])}" for n in result["results"]) \
             or "no notifications"
     return json.dumps(result, indent=2)
+
+
+def describe_question(q: dict) -> str:
+    said = f": {q['option'] or q['answer']}" if q["state"] == "answered" else ""
+    return f"question {q['id']} on task {q['task']} is {q['state']}{said}"
 
 
 def costs_table(result: dict) -> str:
@@ -185,6 +201,27 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("refuse", help="a proposed task is not to be done: spaces refuse 5 --reason 'not now'")
     p.add_argument("number", type=int)
     p.add_argument("--reason", default="")
+    p = sub.add_parser("ask", help="ask about a task; it waits until answered: spaces ask 5 'v1 or v2?' --to creator")
+    p.add_argument("number", type=int)
+    p.add_argument("body")
+    p.add_argument("--to", default="creator", help='"creator" (default), "stewards" or a member id')
+    p.add_argument("--option", dest="options", action="append", metavar="OPTION",
+                   help="an answer to choose from (repeat for more)")
+    p.add_argument("--give-back", dest="hold", action="store_false", default=None,
+                   help="give your claim back instead of keeping it paused while the question is open")
+    p.add_argument("--wait", type=float, default=0, metavar="S", help="wait up to S seconds (0-60) for the answer")
+    p = sub.add_parser("answer", help="answer a question: spaces answer TASK QUESTION 'v2' (or --option v2)")
+    p.add_argument("number", type=int)
+    p.add_argument("question", type=int)
+    p.add_argument("body", nargs="?", default="")
+    p.add_argument("--option", help="one of the question's options")
+    p = sub.add_parser("message", help="message a task's thread (--task N) or members (--to ID): "
+                                       "spaces message 'skipped the flaky test' --task 5")
+    p.add_argument("body")
+    p.add_argument("--task", dest="number", type=int, help="the task whose thread it goes to")
+    p.add_argument("--to", dest="to", type=int, action="append", metavar="MEMBER", help="a member id (repeatable)")
+    p = sub.add_parser("inbox", help="what waits on you: questions, approvals, checks, unread messages")
+    p.add_argument("--read", action="store_true", help="then mark its messages read")
     p = sub.add_parser("update", help="change a task's priority or labels: spaces update 5 --priority 0 --label api")
     p.add_argument("number", type=int)
     add_graph_options(p)
@@ -210,15 +247,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "work", help="claim a task, run a command on it, deliver its output: spaces work --wait 30 -- ./agent.sh",
         description="Claim a task (waiting up to --wait seconds), run COMMAND with the task in its environment "
-        "(SPACES_TASK, SPACES_TASK_TITLE, SPACES_TASK_BODY, SPACES_URL, SPACES_KEY, SPACES_COST_FILE) while a "
-        "heartbeat keeps the claim alive; on exit 0 post its standard output as the result and mark the task done, "
-        "otherwise give the claim back. Either way it reports the command's wall time and the cost the command "
+        "(SPACES_TASK, SPACES_TASK_TITLE, SPACES_TASK_BODY, SPACES_URL, SPACES_KEY, SPACES_COST_FILE, "
+        "SPACES_QUESTION_FILE) while a heartbeat keeps the claim alive; on exit 0 post its standard output as the "
+        "result and mark the task done; on exit 75 with a question written to $SPACES_QUESTION_FILE (text, or JSON "
+        "{\"body\", \"to\", \"options\"}) ask it of the task's creator (or \"to\"): with --hold wait for the "
+        "answer and run the command again with $SPACES_ANSWER, else give the claim back; otherwise give the claim back. Either way it reports the command's wall time and the cost the command "
         "wrote as JSON to $SPACES_COST_FILE ({\"usd\", \"input_tokens\", \"output_tokens\", \"model\"}). --loop takes the next task after each. Exit codes: 0 done (or nothing to do), 1 the "
         "command failed or the service refused, 2 usage or no answer.")
     p.add_argument("--wait", type=float, default=0, metavar="S", help="wait up to S seconds (0-60) for a task")
     p.add_argument("--label", dest="labels", action="append", metavar="LABEL",
                    help="only tasks carrying this label (repeat: all of them)")
     p.add_argument("--loop", action="store_true", help="after each task, take the next (Ctrl-C stops)")
+    p.add_argument("--hold", action="store_true",
+                   help="when the command asks a question, keep the claim (paused), wait for the answer and run "
+                        "the command again with it in $SPACES_ANSWER; without it the claim goes back")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     p = sub.add_parser("give-back", help="end your claim on a task")
     p.add_argument("number", type=int)
@@ -302,6 +344,11 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
             labels=args.labels, blocked_by=args.blocked_by, if_similar=args.if_similar, approval=args.approval,
             approver=args.approver)),
         "approve": lambda: client.approve(args.number),
+        "ask": lambda: client.ask(args.number, args.body, to=int(args.to) if args.to.isdigit() else args.to,
+                                  options=args.options, hold=args.hold, wait=args.wait),
+        "answer": lambda: client.answer(args.number, args.question, args.body, args.option),
+        "message": lambda: client.message(args.body, number=args.number, to=args.to),
+        "inbox": lambda: read_inbox(client, args.read),
         "refuse": lambda: client.refuse(args.number, args.reason),
         "update": lambda: client.update_task(args.number, **given(
             priority=args.priority, labels=[] if args.no_labels else args.labels)),
@@ -328,6 +375,13 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
         "webhooks": lambda: webhooks_call(client, args),
     }
     return actions[args.command]()
+
+
+def read_inbox(client: SpacesClient, mark_read: bool) -> dict:
+    inbox = client.inbox()
+    if mark_read and inbox["messages"]:
+        client.inbox_read([m["id"] for m in inbox["messages"]])
+    return inbox
 
 
 def webhooks_call(client: SpacesClient, args: argparse.Namespace) -> Any:
@@ -413,17 +467,28 @@ def work_once(client: SpacesClient, args: argparse.Namespace, command: list[str]
             task = claimed.task
             out(f"working on {describe_task(task)}")
             with tempfile.TemporaryDirectory(prefix="spaces-work-") as folder:
-                cost_file = Path(folder) / "cost.json"
+                cost_file, question_file = Path(folder) / "cost.json", Path(folder) / "question.json"
                 env = {**os.environ, "SPACES_TASK": str(task["id"]), "SPACES_TASK_TITLE": task["title"],
                        "SPACES_TASK_BODY": task.get("body", ""), "SPACES_URL": url, "SPACES_KEY": key,
-                       "SPACES_COST_FILE": str(cost_file)}
+                       "SPACES_COST_FILE": str(cost_file), "SPACES_QUESTION_FILE": str(question_file)}
                 started = time.monotonic()
-                try:
-                    finished = subprocess.run(command, env=env, stdout=subprocess.PIPE)
-                except OSError as error:
-                    raise CommandFailed(f"cannot run {command[0]}: {error}") from None
-                finally:
-                    claimed.cost = reported_cost(cost_file, time.monotonic() - started)
+                while True:
+                    try:
+                        finished = subprocess.run(command, env=env, stdout=subprocess.PIPE)
+                    except OSError as error:
+                        raise CommandFailed(f"cannot run {command[0]}: {error}") from None
+                    finally:
+                        claimed.cost = reported_cost(cost_file, time.monotonic() - started)
+                    if finished.returncode != EX_TEMPFAIL or not question_file.exists():
+                        break
+                    question = written_question(question_file)
+                    question_file.unlink()
+                    if not args.hold:
+                        asked = client.ask(task["id"], hold=False, **question)
+                        out(f"asked question {asked['id']} on task {task['id']}; gave the claim back (the task "
+                            "is ready again once it is answered)")
+                        return 0
+                    env.update(awaited_answer(client, task["id"], question))
             if finished.returncode != 0:
                 raise CommandFailed(f"{command[0]} exited {finished.returncode}")
             result = finished.stdout.decode("utf-8", "replace")
@@ -437,6 +502,39 @@ def work_once(client: SpacesClient, args: argparse.Namespace, command: list[str]
     except CommandFailed as failure:
         print(f"spaces work: {failure}; gave the claim back", file=sys.stderr)
         return 1
+
+
+EX_TEMPFAIL = 75  # sysexits.h: the command asks a question before it can go on (SPEC §21)
+ANSWER_POLL_SECONDS = 2.0  # after a waited ask's 60 s, how often the question is read again
+
+
+def written_question(question_file: Path) -> dict:
+    """The question the command wrote: plain text (to the creator), or a JSON object with
+    ``body`` and optionally ``to`` and ``options``."""
+    text = question_file.read_text(encoding="utf-8", errors="replace").strip()
+    try:
+        written = json.loads(text)
+    except ValueError:
+        written = None
+    if isinstance(written, dict) and isinstance(written.get("body"), str):
+        return {name: written[name] for name in ("body", "to", "options") if name in written}
+    if not text:
+        raise CommandFailed("exit 75 with an empty $SPACES_QUESTION_FILE")
+    return {"body": text}
+
+
+def awaited_answer(client: SpacesClient, number: int, question: dict) -> dict[str, str]:
+    """Ask, keeping the claim (its lease paused), and wait for the answer: the environment the
+    command runs with again. A question that expires or is withdrawn unanswered fails the work."""
+    asked = client.ask(number, hold=True, wait=60, **question)
+    out(f"asked question {asked['id']} on task {number}; waiting for the answer")
+    while asked["state"] == "open":
+        time.sleep(ANSWER_POLL_SECONDS)
+        asked = next(q for q in client.questions(number)["results"] if q["id"] == asked["id"])
+    if asked["state"] != "answered":
+        raise CommandFailed(f"question {asked['id']} {asked['state']} with no answer")
+    out(f"answered: {asked['option'] or asked['answer']}")
+    return {"SPACES_ANSWER": asked["answer"] or asked["option"] or "", "SPACES_ANSWER_OPTION": asked["option"] or ""}
 
 
 COST_FIELDS = ("usd", "input_tokens", "output_tokens", "model")

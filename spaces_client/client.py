@@ -274,6 +274,33 @@ class SpacesClient:
     def notifications(self, *, unread: bool = False) -> dict:
         return self.request("GET", "/v1/notifications", params={"unread": "true"} if unread else None)
 
+    # --- people in the loop (SPEC §21) ------------------------------------------------------------
+
+    def ask(self, number: int, body: str, *, to: str | int = "creator", options: list[str] | None = None,
+            hold: bool | None = None, wait: float = 0) -> dict:
+        """A question on task ``number``; with ``wait``, answered with its answer if it comes in time."""
+        fields = {"body": body, "to": to, "options": options, "hold": hold, "wait": wait or None}
+        return self.request("POST", self.space(f"/tasks/{number}/questions"),
+                            {k: v for k, v in fields.items() if v is not None}, answer_within=wait)
+
+    def answer(self, number: int, question: int, body: str = "", option: str | None = None) -> dict:
+        fields = {"body": body, **({"option": option} if option is not None else {})}
+        return self.request("POST", self.space(f"/tasks/{number}/questions/{question}/answer"), fields)
+
+    def questions(self, number: int) -> dict:
+        return self.request("GET", self.space(f"/tasks/{number}/questions"))
+
+    def message(self, body: str, *, number: int | None = None, to: list[int] | None = None) -> dict:
+        """To task ``number``'s thread (and ``to``), or with no task to the members ``to`` names."""
+        path = self.space(f"/tasks/{number}/messages" if number is not None else "/messages")
+        return self.request("POST", path, {"body": body, "to": to or []})
+
+    def inbox(self) -> dict:
+        return self.request("GET", "/v1/inbox")
+
+    def inbox_read(self, ids: list[int] | None = None) -> dict:
+        return self.request("POST", "/v1/inbox/read", {"ids": ids} if ids is not None else {})
+
 
 class Reply:
     """One HTTP answer. (A plain class: importing dataclasses costs a CLI call ~10 ms.)"""

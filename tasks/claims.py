@@ -256,7 +256,8 @@ def heartbeat(*, task: Task, member: Member, cost: Cost | None = None) -> Claim:
                          now=now)
         exhausted = (costs.task_over_budget(task) or costs.space_over_budget(task.space)) if claim is not None else None
         if claim is not None and not exhausted:
-            claim.expires_at, claim.last_heartbeat_at = claim_expiry(task.space, now), now
+            # Never moved back: a claim kept while its question is open stays paused (SPEC §21).
+            claim.expires_at, claim.last_heartbeat_at = max(claim.expires_at, claim_expiry(task.space, now)), now
             Claim.objects.filter(space_id=claim.space_id, pk=claim.pk).update(
                 expires_at=claim.expires_at, last_heartbeat_at=now)
             claim.member = member

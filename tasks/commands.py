@@ -20,22 +20,29 @@ from spaces.catalog import normalize_work_item_id
 from commands.base import Command, Reply, command, validated
 from spaces.selectors import get_member
 from tasks import (
-    approvals, attempts, claims, graph, lapses, lifecycle, selectors, services, similarity, stewardship, waiting,
+    approvals, attempts, claims, graph, inbox, lapses, lifecycle, messages, questions, selectors, services,
+    similarity, stewardship, waiting,
 )
 from tasks.errors import SurvivorInvalid
-from tasks.models import Claim, Task
+from tasks.models import Claim, Question, QuestionState, Task
 from tasks.serializers import (
+    AnswerSerializer,
+    AskSerializer,
     AssignSerializer,
     AttemptSerializer,
     BlockerSerializer,
     ClaimSerializer,
     CloseSerializer,
     CostReportSerializer,
+    DirectMessageSerializer,
     DoneSerializer,
     MarkReadSerializer,
+    MessageCreateSerializer,
+    MessageSerializer,
     NextSerializer,
     NoteCreateSerializer,
     NoteSerializer,
+    QuestionSerializer,
     RejectSerializer,
     SimilarSerializer,
     SupersedeSerializer,
@@ -308,6 +315,105 @@ def approve_task(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
 def refuse_task(member: Member, *, unit: UnitOfWork, number: object, reason: str) -> Reply:
     task = approvals.refuse(task=selectors.get_task(space=member.space, number=number), actor=member, reason=reason)
     return Reply(200, task_body(task))
+
+
+# --- Questions, messages and the inbox (SPEC §21) ---------------------------------------------
+
+
+def question_body(question: Question) -> dict:
+    return QuestionSerializer(question).data
+
+
+@command("ask_question", Role.READER, input=AskSerializer)  # a holder, the creator or a steward: the service checks
+def ask_question(member: Member, *, unit: UnitOfWork, number: object, wait: float = 0, **data: Any) -> Reply:
+    """A question on task ``number``; with ``wait``, the answer if it comes in time (SPEC §15's
+    means: the question commits first, then the request waits holding nothing)."""
+    asked = unit.carried("question")
+    if asked is None:
+        question = questions.ask(task=selectors.get_task(space=member.space, number=number), asker=member, **data)
+        if wait:
+            unit.commit_phase()  # asked, whatever the wait brings
+            unit.carry("question", question.pk)
+    else:
+        question = Question.objects.select_related("task").get(space_id=member.space_id, pk=asked)
+    seen = waiting.REGISTRY.generation(member.space_id)
+    if wait and question.state == QuestionState.OPEN:
+        question.refresh_from_db()
+        if question.state == QuestionState.OPEN and unit.wait_for(
+                waiting.waiter_for_answer(space=member.space, question_id=question.pk, seen=seen), wait):
+            return Reply(201, {})  # dropped: the runner waits and runs this again
+    return Reply(201, question_body(question))
+
+
+def question_of(member: Member, number: object, question: object) -> Question:
+    return questions.get_question(task=selectors.get_task(space=member.space, number=number), question_id=question)
+
+
+@command("answer_question", Role.READER, input=AnswerSerializer)  # an addressee or a steward: the service checks
+def answer_question(member: Member, *, unit: UnitOfWork, number: object, question: object, body: str = "",
+                    option: str | None = None) -> Reply:
+    answered = questions.answer(question=question_of(member, number, question), actor=member, body=body,
+                                option=option)
+    return Reply(200, question_body(answered))
+
+
+def _withdraw_question(member: Member, *, unit: UnitOfWork, number: object, question: object) -> Reply:
+    return Reply(200, question_body(questions.withdraw(question=question_of(member, number, question), actor=member)))
+
+
+def _list_questions(member: Member, *, unit: None, number: object) -> Reply:
+    task = selectors.get_task(space=member.space, number=number)
+    messages.task_thread(task, member)  # the same readers as the thread
+    found = Question.objects.filter(space_id=task.space_id, task=task).order_by("pk")
+    for question in found:
+        question.task = task
+    return Reply(200, {"results": [question_body(q) for q in found]})
+
+
+# REST's and the board's (SPEC §21 gives MCP ask, answer, message and inbox; a tool list is paid
+# for on every connection): the asker (or a steward) withdraws; a thread's members list.
+WITHDRAW_QUESTION = Command("withdraw_question", Role.READER, _withdraw_question)
+LIST_QUESTIONS = Command("list_questions", Role.READER, _list_questions, mutates=False)
+
+
+@command("post_task_message", Role.READER, input=MessageCreateSerializer)
+def post_task_message(member: Member, *, unit: UnitOfWork, number: object, body: str, to: list[int]) -> Reply:
+    task = selectors.get_task(space=member.space, number=number)
+    return Reply(201, MessageSerializer(messages.post_to_task(task=task, sender=member, body=body, to=to)).data)
+
+
+@command("post_direct_message", Role.READER, input=DirectMessageSerializer)
+def post_direct_message(member: Member, *, unit: UnitOfWork, body: str, to: list[int]) -> Reply:
+    message = messages.post_direct(space=member.space, sender=member, body=body, to=to)
+    return Reply(201, MessageSerializer(message).data)
+
+
+def _list_task_messages(member: Member, *, unit: None, number: object) -> Reply:
+    thread = messages.task_thread(selectors.get_task(space=member.space, number=number), member)
+    return Reply(200, {"results": MessageSerializer(thread, many=True).data})
+
+
+LIST_TASK_MESSAGES = Command("list_task_messages", Role.READER, _list_task_messages, mutates=False)
+
+
+@command("read_inbox", Role.READER, mutates=False)
+def read_inbox(member: Member, *, unit: None) -> Reply:
+    """What waits on the caller (SPEC §21), each kind oldest first, at most ``inbox.LIMIT`` of each."""
+    return Reply(200, {
+        "questions": [question_body(q) for q in inbox.open_questions(member)[:inbox.LIMIT]],
+        "approvals": [task_body(t) for t in inbox.approvals(member)[:inbox.LIMIT]],
+        "checks": [{"task": a.task.number, "attempt": a.number, "member": a.member_id, "post": a.post_id}
+                   for a in inbox.checks(member)[:inbox.LIMIT]],
+        "messages": MessageSerializer(inbox.unread_messages(member), many=True).data,
+    })
+
+
+def _mark_inbox_read(member: Member, *, unit: UnitOfWork, ids: list[int] | None = None) -> Reply:
+    return Reply(200, {"marked_read": inbox.mark_read(member=member, ids=ids)})
+
+
+# The caller's messages marked read (``ids``: message ids), as notifications are.
+MARK_INBOX_READ = Command("mark_inbox_read", Role.READER, _mark_inbox_read, input=MarkReadSerializer)
 
 
 # --- Notifications (SPEC §6.4) -----------------------------------------------------------------

@@ -186,3 +186,34 @@ class SimilarTaskExists(AllocationConflict):
     code = "similar_task_exists"
     meaning = ("Asked with if_similar=refuse: a live task with a similar title exists (`winner`, the most alike; "
                "`similar` lists them). Nothing was written; work on it, or create without if_similar=refuse.")
+
+
+class NotAsker(DomainError):
+    code = "not_asker"
+    http_status = 403
+    title = "Not one who may ask"
+    meaning = ("A question on a task is asked by a member holding a live claim on it, its creator or a steward; "
+               "it is withdrawn by its asker or a steward (SPEC §21).")
+
+
+class NotAddressee(DomainError):
+    code = "not_addressee"
+    http_status = 403
+    title = "Not the addressee"
+    meaning = "A question is answered by the member it is addressed to, or a steward (SPEC §21)."
+
+
+class QuestionClosed(DomainError):
+    code = "question_closed"
+    http_status = 409
+    title = "Question closed"
+    meaning = ("The question was answered, withdrawn or expired already: `question` names it as it is, with the "
+               "answer that won (SPEC §21: the first answer is never overwritten).")
+
+
+class NotInThread(DomainError):
+    code = "not_in_thread"
+    http_status = 403
+    title = "Not in the thread"
+    meaning = ("A task's questions and messages are read by the members its thread includes (its creator, holders, "
+               "askers, checkers and those a message named) and by stewards (SPEC §21).")

@@ -17,6 +17,7 @@ from tasks.models import (
     Claim,
     ClaimOrigin,
     Notification,
+    QuestionState,
     Task,
     TaskEvent,
     TaskStatus,
@@ -24,10 +25,13 @@ from tasks.models import (
 from tasks.sql import count_done_sql
 
 
-def notify(*, members: Iterable[Member | int], kind: str, task: Task | None, **details: Any) -> None:
+def notify(*, members: Iterable[Member | int], kind: str, task: Task | None, space_id: int | None = None,
+           **details: Any) -> None:
+    """A notification to each of ``members``, about ``task`` (or, with none, in ``space_id``)."""
     member_ids = sorted({m if isinstance(m, int) else m.pk for m in members})
+    space_id = task.space_id if task is not None else space_id
     Notification.objects.bulk_create(
-        [Notification(space_id=task.space_id, member_id=mid, kind=kind, task=task, details=details) for mid in member_ids]
+        [Notification(space_id=space_id, member_id=mid, kind=kind, task=task, details=details) for mid in member_ids]
     )
 
 
@@ -66,10 +70,15 @@ def live_claims(task: Task):
 def recompute_status(task: Task) -> str:
     """A live task's status follows from its attempts and claims (terminal ones stay put).
 
-    in_review while an attempt waits; assigned or claimed while someone holds it; else open.
+    waiting while a question on it is open (SPEC §21: only a task asked about is stored waiting,
+    so no other pays a query for it); in_review while an attempt waits; assigned or claimed
+    while someone holds it; else open.
     """
     if task.status not in LIVE_STATUSES or task.status == TaskStatus.PROPOSED:
         return task.status  # a proposal waits for its decision (SPEC §21), whatever else happens
+    if task.status == TaskStatus.WAITING and task.questions.filter(
+            space_id=task.space_id, state=QuestionState.OPEN).exists():
+        return task.status
     if task.attempts.filter(space_id=task.space_id, cycle=task.cycle, state=AttemptState.WAITING).exists():
         status = TaskStatus.IN_REVIEW
     else:
@@ -120,8 +129,12 @@ def check_task_live(task: Task) -> None:
 
 
 def check_task_workable(task: Task) -> None:
-    """Live, and not waiting for its approval (SPEC §21): nobody works on a proposal, held or not."""
+    """Live, and not waiting for a person (SPEC §21): nobody works on a proposal, held or not,
+    nor delivers on a task while a question on it is open."""
     check_task_live(task)
     if task.status == TaskStatus.PROPOSED:
         raise errors.TaskNotOpen(f"Task {task.number} is proposed: it waits for an approval before anyone works "
                                  "on it.", task_status=task.status)
+    if task.status == TaskStatus.WAITING:
+        raise errors.TaskNotOpen(f"Task {task.number} is waiting for the answer to a question; work on it goes on "
+                                 "once it is answered.", task_status=task.status)

@@ -22,6 +22,7 @@ from allocation.models import (
 
 class TaskStatus(models.TextChoices):
     PROPOSED = "proposed"  # SPEC §21: waits for an approval; occupies its key, not ready
+    WAITING = "waiting"  # SPEC §21: a question on it is open; occupies its key, not ready
     OPEN = "open"
     CLAIMED = "claimed"
     ASSIGNED = "assigned"
@@ -33,7 +34,7 @@ class TaskStatus(models.TextChoices):
 
 
 # SPEC §4.4: these statuses occupy the task's conflict key; the others free it.
-LIVE_STATUSES = (TaskStatus.PROPOSED, TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.IN_REVIEW)
+LIVE_STATUSES = (TaskStatus.PROPOSED, TaskStatus.WAITING, TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.IN_REVIEW)
 TERMINAL_STATUSES = (TaskStatus.DONE, TaskStatus.REJECTED, TaskStatus.WITHDRAWN, TaskStatus.SUPERSEDED)
 
 # SPEC §13: 0 is the most urgent.
@@ -231,6 +232,10 @@ class EventKind(models.TextChoices):
     BUDGET_CHANGED = "budget_changed"  # SPEC §19
     APPROVED = "approved"  # SPEC §21: proposed → open
     REFUSED = "refused"  # SPEC §21: proposed → rejected
+    ASKED = "asked"  # SPEC §21: a question opened on it (→ waiting)
+    ANSWERED = "answered"
+    QUESTION_EXPIRED = "question_expired"
+    UNASKED = "unasked"  # the asker withdrew its question
 
 
 class TaskEvent(models.Model):
@@ -433,6 +438,10 @@ class NotificationKind(models.TextChoices):
     APPROVAL_REQUESTED = "approval_requested"  # SPEC §21: to the approver, or the stewards
     APPROVAL_GIVEN = "approval_given"  # to the creator
     APPROVAL_REFUSED = "approval_refused"  # to the creator
+    QUESTION_ASKED = "question_asked"  # to its addressees
+    QUESTION_ANSWERED = "question_answered"  # to the asker
+    QUESTION_EXPIRED = "question_expired"  # to the asker
+    MESSAGE = "message"  # SPEC §21: to a message's recipients; unread, it waits in their inbox
 
 
 class Notification(models.Model):
@@ -462,3 +471,81 @@ class WaitSlot(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["space", "api_key", "slot"], name="waitslot_one_per_key_slot")]
+
+
+class QuestionState(models.TextChoices):
+    OPEN = "open"
+    ANSWERED = "answered"
+    EXPIRED = "expired"
+    WITHDRAWN = "withdrawn"
+
+
+class QuestionTo(models.TextChoices):
+    CREATOR = "creator"
+    STEWARDS = "stewards"
+    MEMBER = "member"
+
+
+class Question(models.Model):
+    """A question on a task (SPEC §21): while one is open the task is ``waiting``. The first
+    answer closes it (``state`` moves once, from open, under the question's row lock); a member
+    has at most one open question a task (``question_one_open_per_asker``)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    task = SpaceForeignKey(Task, on_delete=models.CASCADE, related_name="questions", db_index=False)
+    asker = SpaceForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="+")
+    to = models.CharField(max_length=16, choices=QuestionTo.choices)
+    # The member it is addressed to (the creator's at asking time, or the one named); null: the stewards.
+    addressee = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    body = models.TextField()
+    options = ArrayField(models.CharField(max_length=200), size=20, default=list, blank=True)
+    # The asker's claim kept with its lease paused while the question is open (null: none kept).
+    claim = SpaceForeignKey(Claim, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    state = models.CharField(max_length=16, choices=QuestionState.choices, default=QuestionState.OPEN)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    answer = models.TextField(blank=True)
+    option = models.CharField(max_length=200, blank=True)
+    answered_by = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "task", "asker"], condition=Q(state="open"),
+                                    name="question_one_open_per_asker"),
+            models.CheckConstraint(condition=Q(state__in=QuestionState.values), name="question_state_valid"),
+        ]
+        indexes = [
+            models.Index(fields=["space", "task", "id"], name="question_by_task"),
+            # The sweep's questions past their deadline, and an inbox's open questions.
+            models.Index(fields=["expires_at"], name="question_open_expiry", condition=Q(state="open")),
+            models.Index(fields=["space", "addressee"], name="question_open_by_addressee", condition=Q(state="open")),
+        ]
+
+    def __str__(self) -> str:
+        return f"question {self.pk} on #{self.task.number} ({self.state})"
+
+
+class Message(models.Model):
+    """A message (SPEC §21): on a task's thread (``task``) or direct between members. The same
+    sender, thread and body within 24 hours is one message (taken under an advisory lock on
+    the three, ``tasks.messages``)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    task = SpaceForeignKey(Task, null=True, blank=True, on_delete=models.CASCADE, related_name="messages",
+                           db_index=False)
+    sender = SpaceForeignKey("spaces.Member", on_delete=models.PROTECT, related_name="+")
+    thread = models.CharField(max_length=200)  # "task:N", or "direct:" and the members' ids in order
+    body = models.TextField()
+    body_sha256 = models.CharField(max_length=64)
+    recipients = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["space", "thread", "id"], name="message_by_thread"),
+            models.Index(fields=["space", "sender", "thread", "body_sha256", "created_at"], name="message_repeat"),
+        ]
+
+    def __str__(self) -> str:
+        return f"message {self.pk} from {self.sender.name}"

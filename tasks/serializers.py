@@ -365,3 +365,90 @@ class SupersedeSerializer(FlatInputSerializer):
 
 class CloseSerializer(FlatInputSerializer):
     reason = StrictCharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+# --- People in the loop (SPEC §21) -------------------------------------------------------------
+
+MAX_OPTIONS = 20
+MAX_RECIPIENTS = 50
+
+
+@extend_schema_field({"oneOf": [{"type": "string", "enum": ["creator", "stewards"]},
+                                {"type": "integer", "minimum": 1}]})
+class AddresseeField(serializers.Field):
+    """Whom a question is for: ``"creator"``, ``"stewards"`` or a member's id."""
+
+    default_error_messages = {"invalid": 'Must be "creator", "stewards" or a member id.'}
+
+    def to_internal_value(self, data):
+        if data in ("creator", "stewards"):
+            return data
+        if isinstance(data, int) and not isinstance(data, bool) and data >= 1:
+            return data
+        self.fail("invalid")
+
+    def to_representation(self, value):
+        return value
+
+
+class AskSerializer(StrictInputSerializer):
+    body = StrictCharField(max_bytes=MAX_BODY)
+    to = AddresseeField()
+    options = serializers.ListField(child=StrictCharField(max_length=200), required=False, default=list,
+                                    max_length=MAX_OPTIONS)
+    hold = serializers.BooleanField(required=False, allow_null=True, default=None)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    wait = WaitField(required=False, default=0, min_value=0, max_value=60)
+
+
+class AnswerSerializer(FlatInputSerializer):
+    body = StrictCharField(max_bytes=MAX_BODY, required=False, allow_blank=True, default="")
+    option = StrictCharField(max_length=200, required=False, allow_null=True, default=None)
+
+
+class QuestionSerializer(serializers.Serializer):
+    """A question (SPEC §21), with its answer once it has one."""
+
+    id = serializers.IntegerField(source="pk")
+    task = serializers.IntegerField(source="task.number")
+    asker = serializers.IntegerField(source="asker_id")
+    to = serializers.CharField()
+    addressee = serializers.IntegerField(source="addressee_id", allow_null=True)
+    body = serializers.CharField()
+    options = serializers.ListField(child=serializers.CharField())
+    hold = serializers.SerializerMethodField()
+    state = serializers.CharField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    answer = serializers.CharField()
+    option = serializers.SerializerMethodField()
+    answered_by = serializers.IntegerField(source="answered_by_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+    closed_at = serializers.DateTimeField(allow_null=True)
+
+    def get_hold(self, question) -> bool:
+        return question.claim_id is not None
+
+    def get_option(self, question) -> str | None:
+        return question.option or None
+
+
+class MessageCreateSerializer(StrictInputSerializer):
+    body = StrictCharField(max_bytes=MAX_BODY)
+    to = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, default=list,
+                               max_length=MAX_RECIPIENTS)
+
+
+class DirectMessageSerializer(MessageCreateSerializer):
+    to = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_RECIPIENTS)
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    task = serializers.SerializerMethodField()
+    sender = serializers.IntegerField(source="sender_id")
+    to = serializers.ListField(child=serializers.IntegerField(), source="recipients")
+    body = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+    def get_task(self, message) -> int | None:
+        return message.task.number if message.task_id else None

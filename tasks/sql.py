@@ -116,6 +116,9 @@ def task_winner(task_id: str) -> Cte:
 # First keys of the two-key advisory lock space; the second is the space's or the task's id.
 GRAPH_LOCK_CLASS = 13
 UNBLOCKING_LOCK_CLASS = 14
+# A message's repeat check (SPEC §21: the same sender, thread and body within 24 h is one
+# message): ADVISORY_XACT_LOCK of this class and the three folded into a number (tasks.messages).
+MESSAGE_LOCK_CLASS = 16
 
 
 # The space's graph lock (``common.sql.ADVISORY_XACT_LOCK`` of GRAPH_LOCK_CLASS and the space):

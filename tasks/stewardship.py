@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from allocation import services as allocation
 from spaces.models import Member, Role
-from tasks import errors, graph
+from tasks import errors, graph, questions
 from tasks.claims import end_claims
 from tasks.lifecycle import check_task_live, live_claims, notify, record_event, release_occupancy
 from tasks.models import (
@@ -48,6 +48,7 @@ def lock_tasks(*tasks: Task) -> list[Task]:
 
 
 def close_task(task: Task, *, status: str, actor: Member | None, reason: str, survivor: Task | None = None) -> None:
+    questions.close_with_task(task)
     holders = list(live_claims(task).values_list("member_id", flat=True))
     end_claims(live_claims(task), ClaimEnd.SUPERSEDED if survivor else ClaimEnd.CLOSED)
     task.status = status

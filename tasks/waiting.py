@@ -43,7 +43,7 @@ from events.feed import Woken
 from tasks.attempts import checkable_attempts
 from tasks import sql
 from tasks.filters import ready_queue
-from tasks.models import Claim, WaitSlot
+from tasks.models import Claim, Question, QuestionState, WaitSlot
 
 log = logging.getLogger("spaces.waiting")
 
@@ -489,6 +489,15 @@ def waiter_for_next(*, space, member, kind: str, labels: list[str], seen: int) -
     parts = [queryset.values("pk")[:1].query.sql_with_params() for queryset in querysets]
     probe = (" OR ".join(f"EXISTS({sql})" for sql, _ in parts), [param for _, params in parts for param in params])
     return Waiter(space.pk, shape, probe, seen=seen, max_waits=space.max_waits_per_key)
+
+
+def waiter_for_answer(*, space, question_id: int, seen: int) -> Waiter:
+    """The waiter of a waited ``ask`` (SPEC §21): woken when its question closes, its re-check
+    compiled by the ORM from the question's own row."""
+    closed = Question.objects.filter(space_id=space.pk, pk=question_id).exclude(state=QuestionState.OPEN)
+    query, params = closed.values("pk")[:1].query.sql_with_params()
+    return Waiter(space.pk, ("answer", question_id), (f"EXISTS({query})", list(params)), seen=seen,
+                  max_waits=space.max_waits_per_key)
 
 
 def take_wait_slot(*, space_id: int, key_id: int, limit: int, hold_seconds: float) -> str | None:

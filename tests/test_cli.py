@@ -16,6 +16,7 @@ from allocation.conflict_keys import ConflictKey
 from allocation.models import Reservation
 from idempotency.models import Operation
 from allocation.services import reserve
+from spaces.models import Post
 from tasks.models import Task
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
@@ -211,3 +212,82 @@ def test_a_proposal_is_approved_or_refused_from_the_command_line():
         assert spaces_cli(base, steward, "refuse", "2", "--reason", "not now").returncode == 0
     assert dict(Task.objects.values_list("number", "status")) == {1: "open", 2: "rejected"}
     assert Task.objects.get(number=2).close_reason == "not now"
+
+
+def test_ask_answer_message_and_inbox_from_the_command_line():
+    """SPEC §21: `spaces ask`, `spaces inbox`, `spaces answer`, `spaces message`."""
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    _, steward = member_with_key(space, "steward", "lead")
+    with gunicorn(workers=1) as base:
+        assert spaces_cli(base, steward, "create", "Pick the queue library").returncode == 0
+        assert spaces_cli(base, writer, "next").returncode == 0
+        asked = spaces_cli(base, writer, "ask", "1", "Which one: A or B?", "--option", "A", "--option", "B")
+        found = re.match(r"question (\d+) on task 1 is open", asked.stdout)
+        assert asked.returncode == 0 and found, asked.stdout + asked.stderr
+        question = found.group(1)
+        inbox = spaces_cli(base, steward, "inbox")
+        assert f"question {question} on task 1: Which one: A or B?" in inbox.stdout, inbox.stdout
+        answered = spaces_cli(base, steward, "answer", "1", question, "--option", "B")
+        assert answered.returncode == 0 and "is answered: B" in answered.stdout, answered.stdout
+        late = spaces_cli(base, steward, "--json", "answer", "1", question, "A after all")
+        assert late.returncode == 1 and json.loads(late.stdout)["error"] == "question_closed"
+        sent = spaces_cli(base, writer, "message", "Going with B.", "--task", "1")
+        assert sent.returncode == 0 and re.match(r"message \d+ to ", sent.stdout), sent.stdout
+        assert "from" in spaces_cli(base, steward, "inbox", "--read").stdout
+        assert spaces_cli(base, steward, "inbox").stdout.strip() == "nothing waits on you"
+    assert Task.objects.get().status == "claimed"
+
+
+ASKING_AGENT = """\
+import os, sys
+answer = os.environ.get("SPACES_ANSWER")
+if answer is None:
+    open(os.environ["SPACES_QUESTION_FILE"], "w").write('{"body": "Forty cases or eighty?", "options": ["40", "80"]}')
+    sys.exit(75)
+print(f"built the harness with {answer} cases")
+"""
+
+
+def test_spaces_work_asks_a_person_holds_the_claim_and_goes_on_with_the_answer(tmp_path):
+    """SPEC §21: the command writes a question and exits 75; `spaces work --hold` asks it of the
+    task's creator, keeps the claim paused, and runs the command again with the answer."""
+    space = load_agent_lab()
+    _, worker = member_with_key(space, "writer", "agent-1")
+    _, person_key = member_with_key(space, "writer", "ana")
+    agent = tmp_path / "agent.py"
+    agent.write_text(ASKING_AGENT)
+    with gunicorn(workers=2) as base:
+        assert spaces_cli(base, person_key, "create", "Benchmark harness for code review agents").returncode == 0
+        outcome: dict[str, subprocess.CompletedProcess] = {}
+        working = threading.Thread(target=lambda: outcome.setdefault("work", spaces_cli(
+            base, worker, "work", "--hold", "--", sys.executable, str(agent), timeout=120)))
+        working.start()
+        deadline = time.monotonic() + 60
+        while not (questions := json.loads(spaces_cli(base, person_key, "--json", "inbox").stdout)["questions"]):
+            assert time.monotonic() < deadline, "the question never reached the creator's inbox"
+            time.sleep(0.2)
+        assert Task.objects.get().status == "waiting"
+        assert spaces_cli(base, person_key, "answer", "1", str(questions[0]["id"]), "--option", "40").returncode == 0
+        working.join(120)
+    work = outcome["work"]
+    assert work.returncode == 0, work.stdout + work.stderr
+    assert re.search(r"asked question \d+ on task 1", work.stdout) and "attempt 1 is waiting" in work.stdout
+    assert Task.objects.get().status == "in_review"
+    assert Post.objects.get().body.strip() == "built the harness with 40 cases"
+
+
+def test_spaces_work_without_hold_asks_and_gives_the_claim_back(tmp_path):
+    space = load_agent_lab()
+    _, worker = member_with_key(space, "writer", "agent-1")
+    _, creator = member_with_key(space, "writer", "ana")
+    agent = tmp_path / "agent.py"
+    agent.write_text(ASKING_AGENT)
+    with gunicorn(workers=1) as base:
+        assert spaces_cli(base, creator, "create", "Benchmark harness for code review agents").returncode == 0
+        work = spaces_cli(base, worker, "work", "--", sys.executable, str(agent))
+        assert work.returncode == 0 and "gave the claim back" in work.stdout, work.stdout + work.stderr
+        assert Task.objects.get().status == "waiting"
+        question = json.loads(spaces_cli(base, creator, "--json", "inbox").stdout)["questions"][0]["id"]
+        assert spaces_cli(base, creator, "answer", "1", str(question), "--option", "80").returncode == 0
+        assert Task.objects.get().status == "open"

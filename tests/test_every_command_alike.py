@@ -88,6 +88,21 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("writer", "create_task", {}, {"title": "Rotate the signing keys", "approval": True, "approver": 99}),  # 422
     ("writer", "create_task", {}, {"title": "Rotate the signing keys", "approval": True}),  # proposed: 6
     ("steward", "refuse_task", {"number": 6}, {"reason": "not now"}),
+    # SPEC §21: questions, answers, messages and the inbox.
+    ("checker", "ask_question", {"number": 4}, {"body": "Which audience?", "to": "creator"}),  # 403 not_asker
+    ("writer", "next_task", {}, {"number": 4}),
+    ("writer", "ask_question", {"number": 4}, {"body": "Which audience?", "to": "stewards",
+                                               "options": ["agents", "people"]}),  # question 1
+    ("writer", "ask_question", {"number": 4}, {"body": "Which audience?", "to": "stewards"}),  # 409
+    ("steward", "read_inbox", {}, None),
+    ("checker", "answer_question", {"number": 4, "question": 1}, {"body": "agents"}),  # 403 not_addressee
+    ("steward", "answer_question", {"number": 4, "question": 1}, {"option": "agents"}),
+    ("steward", "answer_question", {"number": 4, "question": 1}, {"body": "people"}),  # 409 question_closed
+    ("writer", "post_task_message", {"number": 4}, {"body": "Writing for agents, then."}),
+    ("writer", "post_task_message", {"number": 4}, {"body": "Writing for agents, then."}),  # 409
+    ("writer", "post_direct_message", {}, {"body": "Can you check task 4 when it is done?", "to": [2]}),
+    ("writer", "post_direct_message", {}, {"body": "Anyone?", "to": [99]}),  # 422
+    ("checker", "read_inbox", {}, None),
 ]
 
 REST: dict[str, tuple[str, str]] = {
@@ -104,12 +119,23 @@ REST: dict[str, tuple[str, str]] = {
     "bind_title": ("POST", "/bind"), "similar_tasks": ("GET", "/tasks/similar"),
     "likely_duplicates": ("GET", "/tasks/duplicates"), "mark_not_duplicate": ("POST", "/tasks/{number}/not-duplicate"),
     "space_costs": ("GET", "/costs"), "approve_task": ("POST", "/tasks/{number}/approve"),
-    "refuse_task": ("POST", "/tasks/{number}/refuse"),
+    "refuse_task": ("POST", "/tasks/{number}/refuse"), "ask_question": ("POST", "/tasks/{number}/questions"),
+    "answer_question": ("POST", "/tasks/{number}/questions/{question}/answer"),
+    "post_task_message": ("POST", "/tasks/{number}/messages"), "post_direct_message": ("POST", "/messages"),
+    "read_inbox": ("GET", "/v1/inbox"),
 }
+# The MCP tool a command is, where its name is not the command's (SPEC §21's ask, answer, message, inbox).
+MCP_TOOLS = {"ask_question": "ask", "answer_question": "answer", "post_task_message": "message",
+             "post_direct_message": "message", "read_inbox": "inbox"}
 # MCP tool arguments where they are not the input itself (flat lookups, and renamed fields).
 MCP_ARGUMENTS = {"add_blocker": lambda data: {"blocker": data["task"]}}
-TIMES = {"last_heartbeat_at", "created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at",
+TIMES = {"last_heartbeat_at", "closed_at", "created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at",
          "since", "until"}
+
+
+def route(path: str, lookups: dict) -> str:
+    """A step's URL: under the space, or (``/v1/…``) the caller's own."""
+    return path if path.startswith("/v1/") else S + path.format(**lookups)
 
 
 def comparable(body: Any) -> Any:
@@ -137,7 +163,7 @@ def through_rest(base: str) -> list[tuple[int, Any]]:
         for who, name, lookups, data in SCRIPT:
             method, path = REST[name]
             query = method == "GET" and data is not None  # a GET's input is its query string
-            response = http.request(method, S + path.format(**lookups), json=None if query else data,
+            response = http.request(method, route(path, lookups), json=None if query else data,
                                     params=data if query else None,
                                     headers={"Authorization": f"Bearer {keys[who]}"})
             answers.append((response.status_code, response.json() if response.content else None))
@@ -148,7 +174,7 @@ def through_mcp(base: str) -> list[tuple[int, Any]]:
     keys, answers = seed(), []
     for who, name, lookups, data in SCRIPT:
         arguments = {**lookups, **(MCP_ARGUMENTS.get(name, lambda d: d or {})(data or {}))}
-        (_, answer), = call_raw(base, keys[who], [(name, arguments)])
+        (_, answer), = call_raw(base, keys[who], [(MCP_TOOLS.get(name, name), arguments)])
         result = answer["result"]
         text = result["content"][0]["text"] if result.get("content") else "null"
         body = json.loads(text[text.index("{"):] if result.get("isError") else text)
@@ -204,7 +230,7 @@ def through_a2a(base: str) -> list[tuple[str, int, Any]]:
             if call is None:
                 method, path = REST[name]
                 query = method == "GET" and data is not None
-                response = http.request(method, S + path.format(**lookups), json=None if query else data,
+                response = http.request(method, route(path, lookups), json=None if query else data,
                                         params=data if query else None, headers=headers)
                 answers.append(("rest", response.status_code, response.json() if response.content else None))
                 continue

@@ -133,8 +133,9 @@ def test_a_keys_tool_list_is_what_its_role_may_call_in_under_10_kb_for_a_writer(
     steward_only = {name for name, command in COMMANDS.items() if command.role == "steward"} & stewards
     assert steward_only >= {"supersede_task", "assign_task", "reject_task", "hold_slot", "release_slot"}
     assert readers < writers < stewards and not steward_only & writers
-    # A proposal's decision (SPEC §21) is listed to stewards, and to a member a proposal names approver.
-    assert stewards - writers == steward_only | {"approve_task", "refuse_task"}
+    # A proposal's decision (SPEC §21) is listed to stewards, and to a member a proposal names approver;
+    # an answer to stewards, and to a member a question is addressed to.
+    assert stewards - writers == steward_only | {"approve_task", "refuse_task", "answer"}
     assert {"create_task", "next_task", "mark_done"} & readers == set() and {"get_task", "events"} <= readers
     assert writer_bytes <= 10 * 1024, writer_bytes
     assert refused[0][0] and json.loads(refused[0][1])["error"] == "forbidden"
@@ -362,3 +363,22 @@ def test_the_feed_over_mcp_answers_as_rest_does():
     assert not e1 and [(e["type"], e["task"]) for e in json.loads(found)["events"]] == [("task.created", 1)]
     assert not e2 and json.loads(later) == {"events": [], "next": 10**6}
     assert e3 and json.loads(refused[refused.index("{"):])["error"] == "invalid_request"
+
+
+def test_a_writer_is_listed_the_decisions_that_wait_on_it():
+    """SPEC §21: approve_task and refuse_task are listed to a member a proposal names approver, and
+    answer to a member an open question is addressed to; before that a writer's list leaves them out."""
+    from tasks.questions import ask
+
+    space = load_agent_lab()
+    steward, _ = member_with_key(space, "steward", "lead")
+    asker, _ = member_with_key(space, "writer", "asker")
+    member, key = member_with_key(space, "writer", "decider")
+    with gunicorn(workers=1) as base:
+        before = anyio.run(listings, base, {"writer": key})["writer"][0]
+        create_task(space=space, actor=asker, title="Rotate the signing keys", approval=True, approver=member.pk)
+        task = create_task(space=space, actor=asker, title="Pick the queue library")
+        ask(task=task, asker=asker, body="Which one?", to=member.pk)
+        after = anyio.run(listings, base, {"writer": key})["writer"][0]
+    assert not before & {"approve_task", "refuse_task", "answer"}
+    assert after - before == {"approve_task", "refuse_task", "answer"}

@@ -24,7 +24,7 @@ def walkthrough() -> str:
 
 
 def people_in_the_loop() -> str:
-    """docs/api.md's example of an approval, which continues the walk-through in its shell."""
+    """docs/api.md's example of an approval and a question, which continues the walk-through in its shell."""
     text = (ROOT / "docs" / "api.md").read_text()
     part = text[text.index("## People in the loop"):text.index("## Details")]
     blocks = re.findall(r"```sh\n(.*?)```", part, flags=re.S)
@@ -57,7 +57,9 @@ def test_the_walkthrough_runs_as_written_on_two_starts_in_a_row():
             assert "working on task" in output and "is waiting" in output  # spaces work delivered
             assert '"type":"task.created"' in output and "Tell the receiver" in output  # the webhook arrived
             assert '"error":"task_not_open"' in output.replace(" ", "")  # the proposal waited for a person
-            assert output.replace(" ", "").rstrip().endswith('"ready":true}')  # …and the steward's approval opened it
+            assert '"status":"open"' in output.replace(" ", "")  # …and the steward's approval opened it
+            assert '"questions":[{' in output.replace(" ", "")  # the writer's question waited in the inbox
+            assert output.replace(" ", "").count('"state":"answered"') >= 1  # …and the steward answered it
             assert "not valid" not in output and '"status":5' not in output.replace(" ", "")
     finally:
         cleanup_run(name)

@@ -23,7 +23,7 @@ from commands.running import Caller, run_command
 from commands.base import Command
 from spaces.models import Role
 from spaces.permissions import role_refusal
-from tasks import commands
+from tasks import commands, questions
 from tasks.models import Task, TaskStatus
 from tasks.serializers import TaskSerializer
 from tasks.status import shown_in, with_shown_status
@@ -87,6 +87,10 @@ def answered_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
     shown = 0 if shown is None else shown
     key = request.message.message_id
     if asked.note:
+        reply = answer_of_reply(caller, asked, key)
+        if reply is not None:
+            extra = {"outcome": "answered", "question": reply.body["id"], "replayed": reply.replayed}
+            return as_task(space, task_body(caller, asked.task), history_length=shown, extra=extra)
         answer = converged(caller, commands.add_note, "note", data=asked.data, idempotency_key=key,
                            number=asked.task)
         if answer.status == 409:  # the same note is on the task already: answered by it, as a create is
@@ -104,6 +108,25 @@ def answered_task(caller: Caller, request: pb.SendMessageRequest) -> pb.Task:
     extra = {"outcome": "redirect", "conflict_key": body.get("conflict_key"), "winner": body["winner"]["id"],
              "replayed": answer.replayed}
     return as_task(space, task_body(caller, body["winner"]["id"]), history_length=shown, extra=extra)
+
+
+def answer_of_reply(caller: Caller, asked: messages.Asked, key: str) -> Answer | None:
+    """SPEC §21: the requester's message to a task whose question to it is open is the answer
+    (its latest question to the creator, so a retried message replays the answer it gave);
+    None when there is no such question or it closed first: the message is a note then."""
+    latest = questions.to_creator(space_id=caller.member.space_id, number=asked.task).order_by("-pk").first()
+    if latest is None or latest.addressee_id != caller.member.pk:
+        return None
+    try:
+        answer = run_command(caller, commands.answer_question, front=FRONT, data={"body": asked.data["body"]},
+                             idempotency_key=key, number=asked.task, question=latest.pk)
+    except DomainError as error:
+        raise of_domain(error) from None
+    if answer.status == 200:
+        return answer
+    if answer.status == 409 and answer.body.get("error") == "question_closed":
+        return None
+    raise refused(answer.status, answer.body)
 
 
 def converged(caller: Caller, command: Command, winner: str, **arguments: Any) -> Answer:

@@ -16,7 +16,7 @@ from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from spaces.models import Post, Space
-from tasks import history
+from tasks import history, questions
 from tasks.models import Attempt, AttemptState, Task, TaskEvent, TaskStatus
 from tasks.status import with_shown_status
 
@@ -29,6 +29,8 @@ STATES: dict[str, int] = {
     TaskStatus.CLAIMED: State.TASK_STATE_WORKING,
     TaskStatus.ASSIGNED: State.TASK_STATE_WORKING,
     TaskStatus.IN_REVIEW: State.TASK_STATE_WORKING,
+    # SPEC §21: input required while a question to the creator is open (as_task), else working.
+    TaskStatus.WAITING: State.TASK_STATE_WORKING,
     TaskStatus.DONE: State.TASK_STATE_COMPLETED,
     TaskStatus.WITHDRAWN: State.TASK_STATE_CANCELED,
     TaskStatus.REJECTED: State.TASK_STATE_REJECTED,
@@ -100,13 +102,22 @@ def as_task(space: Space, body: dict[str, Any], *, history_length: int | None = 
                               "labels": body["labels"], **(extra or {})}
     if status == TaskStatus.PROPOSED:
         spaces["awaiting"] = "approval"
+    question = questions.open_to_creator(space_id=space.pk, number=number) if status == TaskStatus.WAITING else None
+    if question is not None:
+        spaces["awaiting"], spaces["question"] = "answer", question.pk
     shown = status
     if status == TaskStatus.SUPERSEDED and body.get("superseded_by"):
         shown, survivor = survivor_status(space, body["superseded_by"])
         spaces["superseded_by"] = survivor
     state = STATES.get(shown, State.TASK_STATE_SUBMITTED)
+    status_message = None
+    if question is not None:  # the question is the status message; the requester's reply answers it
+        state = State.TASK_STATE_INPUT_REQUIRED
+        status_message = pb.Message(message_id=f"question-{question.pk}", context_id=space.slug, task_id=str(number),
+                                    role=pb.Role.ROLE_AGENT, parts=[pb.Part(text=question.body)],
+                                    metadata=struct({"question": question.pk, "options": list(question.options)}))
     task = pb.Task(id=str(number), context_id=space.slug,
-                   status=pb.TaskStatus(state=state, timestamp=timestamp(body["updated_at"])),
+                   status=pb.TaskStatus(state=state, timestamp=timestamp(body["updated_at"]), message=status_message),
                    metadata=struct({"spaces": spaces}))
     if artifacts and state == State.TASK_STATE_COMPLETED:
         artifact = artifact_of(space, spaces.get("superseded_by", number))

@@ -59,7 +59,7 @@ def board_tasks(space: Space, params: QueryDict, now) -> QuerySet:
 def column_queries(tasks: QuerySet, now) -> dict[str, QuerySet]:
     """Each column's tasks, by the status a read at ``now`` shows (``tasks.status``)."""
     return {
-        "people": tasks.filter(status=TaskStatus.PROPOSED).order_by("priority", "number"),
+        "people": tasks.filter(status__in=(TaskStatus.PROPOSED, TaskStatus.WAITING)).order_by("priority", "number"),
         "ready": tasks.filter(ready_condition(now)).order_by("priority", "number"),
         "blocked": tasks.filter(shown_as(TaskStatus.OPEN, now)).filter(blocked()).order_by("priority", "number"),
         "claimed": tasks.filter(shown_in(HELD, now)).order_by("priority", "number"),

@@ -38,7 +38,7 @@ from spaces.permissions import role_refusal
 from events import feed
 from fronts import feed as feed_http
 from fronts.reference import build_reference
-from tasks import approvals, commands, graph
+from tasks import approvals, commands, graph, questions
 from fronts.task_filters import filter_tasks
 from tasks.serializers import TaskSerializer
 from tasks.waiting import REGISTRY
@@ -108,6 +108,8 @@ TOOL_ROLES: dict[str, str] = {}
 # §21): any member may call them (the command says who may decide), but a writer's context pays
 # for them only when it has something to approve.
 APPROVER_TOOLS = frozenset({"approve_task", "refuse_task"})
+# Likewise ``answer``: listed to stewards and to a member an open question is addressed to.
+ANSWERER_TOOLS = frozenset({"answer"})
 
 
 class SpacesServer(MCPServer):
@@ -129,10 +131,11 @@ class SpacesServer(MCPServer):
         argument beyond its own) in as few bytes as say it: the listing is read into an agent's
         context on every connection (a writer's is under 10 KB, tests/test_mcp.py)."""
         caller = CALLER.get().member
-        approver = role_refusal(caller, Role.STEWARD) is None or await sync_to_async(
-            approvals.awaits_decision_by, thread_sensitive=True)(caller)
+        steward = role_refusal(caller, Role.STEWARD) is None
+        approver = steward or await sync_to_async(approvals.awaits_decision_by, thread_sensitive=True)(caller)
+        answerer = steward or await sync_to_async(questions.awaits_answer_by, thread_sensitive=True)(caller)
         tools = [listed for listed in await super().list_tools() if role_refusal(caller, TOOL_ROLES[listed.name]) is None
-                 and (approver or listed.name not in APPROVER_TOOLS)]
+                 and (approver or listed.name not in APPROVER_TOOLS) and (answerer or listed.name not in ANSWERER_TOOLS)]
         for listed in tools:
             listed.input_schema = {**compact(listed.input_schema), "additionalProperties": False}
             listed.output_schema = compact(listed.output_schema) if listed.output_schema else None
@@ -208,7 +211,7 @@ def tool(fn: Callable[..., dict]) -> Callable[..., dict]:
 
 @tool
 def space_info() -> dict[str, Any]:
-    """Your space: its slug, name and settings (claim hours, confirmations required, limits)."""
+    """Your space: slug, name, settings."""
     def act(member):
         s = member.space
         return {"slug": s.slug, "name": s.name, "task_claim_hours": s.task_claim_hours,
@@ -219,7 +222,7 @@ def space_info() -> dict[str, Any]:
 
 @tool
 def reference(section: str = "") -> dict[str, Any]:
-    """The service's rules for agents: section tasks, allocation, refusals, settlement, graph, live, similar, agents, events, cost, people or a2a (empty for all)."""
+    """The service's rules by `section` (tasks, refusals, live, people, ...; empty: all)."""
     return read_result(Role.READER, lambda m: build_reference(section or None))
 
 @tool
@@ -230,14 +233,12 @@ def bind_title(title: str, work_item_id: str | None = None, delivery_mode: str =
 
 @tool
 def similar_tasks(title: str) -> dict[str, Any]:
-    """Up to 5 live tasks whose titles look like `title` (score 0-1, best first): likely the same
-    work in other words."""
+    """Up to 5 live tasks whose titles look like `title` (score 0-1, best first)."""
     return command_result(commands.similar_tasks, data={"title": title})
 
 @tool
 def likely_duplicates() -> dict[str, Any]:
-    """Pairs of live tasks likely to be the same work in other words, most alike first (for a
-    steward to supersede one or mark them distinct)."""
+    """Pairs of live tasks likely to be the same work, most alike first."""
     return command_result(commands.likely_duplicates)
 
 @tool
@@ -251,11 +252,9 @@ def create_task(title: str, body: str = "", delivery_mode: str = "result",
                 work_item_id: str | None = None, priority: int = 2, labels: list[str] | None = None,
                 blocked_by: list[int] | None = None, if_similar: str = "allow", approval: bool = False,
                 approver: int | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
-    """Create a task. Work that exists is 409 naming the `winner` (claim or join it); on
-    conflict_key_reserved retry after retry_after_ms with the same idempotency_key (never two tasks).
-    `priority` 0 (most urgent)-4, `labels` up to 10, `blocked_by` task numbers it waits on. A title no
-    catalog slot binds is answered with `similar` tasks (if_similar="refuse": a 409). `approval`:
-    proposed until a steward or `approver` approves."""
+    """Create a task; work that exists is 409 naming the `winner` (conflict_key_reserved: retry,
+    same idempotency_key). `priority` 0 (most urgent)-4, `blocked_by` task numbers. An unbound
+    title gets `similar` tasks (if_similar="refuse": 409). `approval`: wait for `approver`."""
     data = {"title": title, "body": body, "delivery_mode": delivery_mode, "work_item_id": work_item_id,
             "priority": priority, "labels": labels or [], "blocked_by": blocked_by or [],
             "if_similar": if_similar, "approval": approval, "approver": approver}
@@ -263,17 +262,15 @@ def create_task(title: str, body: str = "", delivery_mode: str = "result",
 
 @tool
 def create_tasks(proposals: list[dict], idempotency_key: str | None = None) -> dict[str, Any]:
-    """Several creates in one allocation window, in order: each proposal takes create_task's
-    arguments and gets the answer create_task would have given."""
+    """Several create_task proposals in one window, in order, each answered as create_task."""
     return command_result(commands.create_tasks, data={"proposals": proposals}, idempotency_key=idempotency_key)
 
 @tool
 def list_tasks(status: str = "", ready: bool | None = None, blocked: bool | None = None,
                priority: int | None = None, labels: list[str] | None = None, q: str = "",
                order: str = "") -> dict[str, Any]:
-    """Your space's tasks (the first 200), lowest number first (superseded: only by status).
-    `ready`: open, unblocked; `labels`: carrying all; `q`: full-text search, best first; `order`:
-    "next" for the order next takes them."""
+    """Your space's tasks (first 200) by number. `ready`: open, unblocked; `labels`: carrying all;
+    `q`: full-text search; `order`: "next" for next's order."""
     def act(m):
         params = QueryDict(mutable=True)
         for name, value in {"status": status, "q": q, "priority": priority, "ready": ready,
@@ -290,9 +287,8 @@ def list_tasks(status: str = "", ready: bool | None = None, blocked: bool | None
 @tool
 def events(after: int | None = None, types: list[str] | None = None, task: int | None = None,
            limit: int | None = None, wait: float | None = None) -> dict[str, Any]:
-    """Your space's feed: {"events", "next"}, oldest first, seq above `after`; ask again with
-    after=next to see each event once, in order. `types` (such as task.created), `task`, `limit`
-    1-500, `wait` up to 60 s for one. 410 events_expired: `after` is older than the space keeps."""
+    """Your space's feed: {"events", "next"} after seq `after`, oldest first (ask again with
+    after=next). `types` (task.created, ...), `task`, `limit` 1-500, `wait` up to 60 s."""
     def act(m):
         params = QueryDict(mutable=True)
         for name, value in {"after": after, "task": task, "limit": limit, "wait": wait}.items():
@@ -306,14 +302,13 @@ def events(after: int | None = None, types: list[str] | None = None, task: int |
 @tool
 def update_task(number: int, priority: int | None = None, labels: list[str] | None = None,
                 idempotency_key: str | None = None) -> dict[str, Any]:
-    """Change task `number`'s priority (0 most urgent to 4) or labels (the creator or a steward)."""
+    """Change task `number`'s priority (0-4) or labels (its creator or a steward)."""
     data = {k: v for k, v in {"priority": priority, "labels": labels}.items() if v is not None}
     return command_result(commands.update_task, data=data, number=number, idempotency_key=idempotency_key)
 
 @tool
 def add_blocker(number: int, blocker: int, idempotency_key: str | None = None) -> dict[str, Any]:
-    """Task `number` waits on task `blocker` (no `next` hands it out until that one ends). A blocker that
-    would close a cycle is 422 dependency_cycle naming it."""
+    """Task `number` waits on task `blocker` until it ends (a cycle: 422 dependency_cycle)."""
     return command_result(commands.add_blocker, data={"task": blocker}, number=number,
                          idempotency_key=idempotency_key)
 
@@ -325,31 +320,28 @@ def remove_blocker(number: int, blocker: int, idempotency_key: str | None = None
 
 @tool
 def get_task(number: int) -> dict[str, Any]:
-    """One task with its live claims and its attempts with their checks."""
+    """Task `number` with its live claims and attempts."""
     return command_result(commands.get_task, number=number)
 
 @tool
 def next_task(number: int | None = None, join: bool = False, kind: str = "task",
               labels: list[str] | None = None, wait: float = 0, idempotency_key: str | None = None) -> dict[str, Any]:
-    """Claim the most urgent ready task (with `labels`: carrying all of them), or task `number`
-    (`join` to hold it beside others), or kind="check": an attempt to check. {"task": null}: nothing
-    to do. `wait`: up to that many seconds (0-60) for work, instead of calling again."""
+    """Claim the most urgent ready task (with all `labels`), or task `number` (`join`: beside
+    others), or kind="check": an attempt to check. `wait`: seconds (0-60) for work."""
     data = {k: v for k, v in {"number": number, "join": join, "kind": kind, "labels": labels,
                               "wait": wait or None}.items() if v is not None}
     return command_result(commands.next_task, data=data, idempotency_key=idempotency_key)
 
 @tool
 def give_back(number: int, cost: dict[str, Any] | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
-    """End your claim on task `number` (others keep theirs). `cost`: what it spent in all, as
-    heartbeat takes it."""
+    """End your claim on task `number`. `cost`: spent in all (as heartbeat)."""
     return command_result(commands.give_back, data=with_cost({}, cost), number=number,
                           idempotency_key=idempotency_key)
 
 @tool
 def heartbeat(number: int, cost: dict[str, Any] | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
-    """Renew your claim on task `number` while you work. `cost`: what it spent so far, {usd,
-    input_tokens, output_tokens, seconds, model}. 409 claim_lapsed: claim it again; not_holder: you
-    hold none; budget_exhausted: the task's or space's budget is spent (stop)."""
+    """Renew your claim on task `number`. `cost`: spent so far, {usd, input_tokens, output_tokens,
+    seconds, model}. 409 claim_lapsed: claim again; budget_exhausted: stop."""
     return command_result(commands.heartbeat, data=with_cost({}, cost), number=number,
                           idempotency_key=idempotency_key)
 
@@ -362,8 +354,7 @@ def create_post(body: str, title: str = "", idempotency_key: str | None = None) 
 @tool
 def mark_done(number: int, post: int, cost: dict[str, Any] | None = None,
               idempotency_key: str | None = None) -> dict[str, Any]:
-    """Record a numbered attempt on task `number` citing post `post`. `cost`: what your claim (or,
-    holding none, this attempt) spent in all, as heartbeat takes it."""
+    """A numbered attempt on task `number` citing post `post`. `cost`: spent in all (as heartbeat)."""
     return command_result(commands.mark_done, data=with_cost({"post": post}, cost), number=number,
                           idempotency_key=idempotency_key)
 
@@ -374,14 +365,13 @@ def with_cost(data: dict[str, Any], cost: dict[str, Any] | None) -> dict[str, An
 
 @tool
 def space_costs(since: str | None = None, until: str | None = None, group_by: str = "member") -> dict[str, Any]:
-    """The space's spend from `since` to `until` (ISO 8601; default: this month) per member, label,
-    model or work_item_id, and the cost per accepted outcome."""
+    """Spend from `since` to `until` (ISO 8601; default: this month) by `group_by`, and per outcome."""
     query = {"group_by": group_by, **({"since": since} if since else {}), **({"until": until} if until else {})}
     return command_result(cost_commands.space_costs, data=query)
 
 @tool
 def confirm_attempt(number: int, attempt: int, idempotency_key: str | None = None) -> dict[str, Any]:
-    """Confirm attempt `attempt` of task `number` (not your own, not one citing your post)."""
+    """Confirm attempt `attempt` of task `number` (not your own)."""
     return command_result(commands.confirm_attempt, number=number, attempt=attempt,
                          idempotency_key=idempotency_key)
 
@@ -394,13 +384,13 @@ def reject_attempt(number: int, attempt: int, reason: str = "", idempotency_key:
 @tool
 def add_note(number: int, body: str, criterion: int | None = None,
              idempotency_key: str | None = None) -> dict[str, Any]:
-    """A review note on task `number`; the same note again is 409 naming the first one."""
+    """A review note on task `number` (again: 409 naming it)."""
     return command_result(commands.add_note, data={"body": body, "criterion": criterion}, number=number,
                          idempotency_key=idempotency_key)
 
 @tool
 def notifications(unread_only: bool = True) -> dict[str, Any]:
-    """Your notifications (task_attempt, attempt_accepted, attempt_rejected, task_reopened, ...)."""
+    """Your notifications, oldest first."""
     def act(m):
         items = m.notifications.select_related("task").order_by("id")
         if unread_only:
@@ -424,7 +414,7 @@ def assign_task(number: int, member: int, idempotency_key: str | None = None) ->
 
 @tool
 def withdraw_task(number: int, reason: str = "", idempotency_key: str | None = None) -> dict[str, Any]:
-    """Withdraw task `number` (its creator, or a steward): it ends and frees its conflict key."""
+    """Withdraw task `number` (its creator or a steward), freeing its key."""
     return command_result(commands.withdraw_task, data={"reason": reason}, number=number,
                          idempotency_key=idempotency_key)
 
@@ -444,6 +434,38 @@ def refuse_task(number: int, reason: str = "", idempotency_key: str | None = Non
     """A steward or its approver: proposed task `number` is not to be done (rejected)."""
     return command_result(commands.refuse_task, data={"reason": reason}, number=number,
                          idempotency_key=idempotency_key)
+
+@tool
+def ask(number: int, body: str, to: str = "creator", options: list[str] | None = None,
+        hold: bool | None = None, wait: float = 0, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Ask `to` ("creator", "stewards", a member id) about task `number`; it waits until answered,
+    your claim paused (hold=false: given back). `wait`: seconds (0-60) for the answer."""
+    addressee: str | int = int(to) if to.isdigit() else to  # a member's id, as REST takes it
+    data = {k: v for k, v in {"body": body, "to": addressee, "options": options, "hold": hold,
+                              "wait": wait or None}.items() if v is not None}
+    return command_result(commands.ask_question, data=data, number=number, idempotency_key=idempotency_key)
+
+@tool
+def answer(number: int, question: int, body: str = "", option: str | None = None,
+           idempotency_key: str | None = None) -> dict[str, Any]:
+    """Answer `question` on task `number`; the first answer wins."""
+    return command_result(commands.answer_question, data={"body": body, "option": option}, number=number,
+                          question=question, idempotency_key=idempotency_key)
+
+@tool
+def message(body: str, to: list[int] | None = None, number: int | None = None,
+            idempotency_key: str | None = None) -> dict[str, Any]:
+    """Message task `number`'s thread (and `to`), or with no `number` the members `to` names."""
+    if number is None:
+        return command_result(commands.post_direct_message, data={"body": body, "to": to or []},
+                              idempotency_key=idempotency_key)
+    return command_result(commands.post_task_message, data={"body": body, "to": to or []}, number=number,
+                          idempotency_key=idempotency_key)
+
+@tool
+def inbox() -> dict[str, Any]:
+    """What waits on you: questions, approvals, checks, unread messages."""
+    return command_result(commands.read_inbox)
 
 @tool
 def hold_slot(work_item_id: str, reason: str = "", idempotency_key: str | None = None) -> dict[str, Any]:

@@ -18,6 +18,12 @@ from tasks import commands, graph, selectors, summary
 from fronts.task_filters import LIST_PARAMETER_SCHEMAS, LIST_PARAMETERS, filter_tasks
 from tasks.models import Notification
 from tasks.serializers import (
+    AnswerSerializer,
+    AskSerializer,
+    DirectMessageSerializer,
+    MessageCreateSerializer,
+    MessageSerializer,
+    QuestionSerializer,
     AssignSerializer,
     AttemptSerializer,
     BlockerSerializer,
@@ -318,6 +324,87 @@ class RefuseView(SpaceView):
     @extend_schema(request=CloseSerializer)
     def post(self, request: Request, slug: str, number: str) -> Response:
         return self.run(commands.refuse_task, number=number)
+
+
+# --- Questions, messages and the inbox (SPEC §21) ---
+
+
+class QuestionListView(SpaceView):
+    """``…/tasks/{n}/questions``: ask one (a holder, the creator or a steward), or list them."""
+    serializer_class = QuestionSerializer
+    required_roles = {"POST": commands.ask_question.role}
+
+    @extend_schema(responses=inline_serializer("Questions", fields={"results": QuestionSerializer(many=True)}))
+    def get(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.LIST_QUESTIONS, number=number)
+
+    @extend_schema(request=AskSerializer, responses={201: QuestionSerializer})
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.ask_question, number=number)
+
+
+class QuestionAnswerView(SpaceView):
+    serializer_class = QuestionSerializer
+    required_roles = {"POST": commands.answer_question.role}  # an addressee or a steward: the service checks
+
+    @extend_schema(request=AnswerSerializer)
+    def post(self, request: Request, slug: str, number: str, question: str) -> Response:
+        return self.run(commands.answer_question, number=number, question=question)
+
+
+class QuestionWithdrawView(SpaceView):
+    serializer_class = QuestionSerializer
+    required_roles = {"POST": commands.WITHDRAW_QUESTION.role}  # the asker or a steward: the service checks
+
+    @extend_schema(request=None)
+    def post(self, request: Request, slug: str, number: str, question: str) -> Response:
+        return self.run(commands.WITHDRAW_QUESTION, number=number, question=question)
+
+
+class TaskMessagesView(SpaceView):
+    """``…/tasks/{n}/messages``: the task's thread, oldest first, or a message posted to it."""
+    serializer_class = MessageSerializer
+    required_roles = {"POST": commands.post_task_message.role}
+
+    @extend_schema(responses=inline_serializer("Messages", fields={"results": MessageSerializer(many=True)}))
+    def get(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.LIST_TASK_MESSAGES, number=number)
+
+    @extend_schema(request=MessageCreateSerializer, responses={201: MessageSerializer})
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.post_task_message, number=number)
+
+
+class DirectMessagesView(SpaceView):
+    serializer_class = MessageSerializer
+    required_roles = {"POST": commands.post_direct_message.role}
+
+    @extend_schema(request=DirectMessageSerializer, responses={201: MessageSerializer})
+    def post(self, request: Request, slug: str) -> Response:
+        return self.run(commands.post_direct_message)
+
+
+class InboxView(SpaceView):
+    """``GET /v1/inbox``: what waits on the caller (SPEC §21)."""
+    serializer_class = QuestionSerializer
+
+    @extend_schema(responses=inline_serializer("Inbox", fields={
+        "questions": QuestionSerializer(many=True), "approvals": TaskSerializer(many=True),
+        "checks": serializers.ListField(child=inline_serializer("InboxCheck", fields={
+            "task": serializers.IntegerField(), "attempt": serializers.IntegerField(),
+            "member": serializers.IntegerField(), "post": serializers.IntegerField()})),
+        "messages": MessageSerializer(many=True)}))
+    def get(self, request: Request) -> Response:
+        return self.run(commands.read_inbox)
+
+
+class InboxReadView(SpaceView):
+    serializer_class = MessageSerializer
+
+    @extend_schema(request=MarkReadSerializer, responses=inline_serializer(
+        name="InboxMarkedRead", fields={"marked_read": serializers.IntegerField(min_value=0)}))
+    def post(self, request: Request) -> Response:
+        return self.run(commands.MARK_INBOX_READ)
 
 
 # --- Holds (SPEC §5.2): allocation keeps the hold, tasks the history it writes. ---

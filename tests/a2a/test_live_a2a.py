@@ -175,3 +175,56 @@ def test_the_docs_example_runs_as_written():
     assert lines[0] == "task 1 created"
     assert "task.claimed TASK_STATE_WORKING" in lines and lines[-2] == "task.accepted TASK_STATE_COMPLETED"
     assert lines[-1] == "TASK_STATE_COMPLETED - The harness: 40 review cases, scored."
+
+
+def test_a_requester_is_asked_answers_and_gets_the_checked_result():
+    """SPEC §21 on A2A, with only the SDK: the worker asks the requester; the task reads
+    INPUT_REQUIRED with the question as its status message; the requester's reply (the task's id)
+    answers it, and the worker goes on to a checked result."""
+    space = load_agent_lab()
+    _, key = member_with_key(space, "writer", "requester")
+    _, worker_key = member_with_key(space, "writer", "worker")
+    _, checker_key = member_with_key(space, "writer", "checker")
+    with gunicorn_process(workers=2) as (base, _):
+        asyncio.run(asked_and_answered(base, key, worker_key, checker_key))
+
+
+async def asked_and_answered(base, key, worker_key, checker_key) -> None:
+    client, http = await requester(base, key, "JSONRPC", streaming=False)
+    worker = httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {worker_key}"}, timeout=30)
+    try:
+        task = await send(client, text_message("Benchmark harness for code-review agents"))
+        assert (await worker.post(f"{S}/next", json={"number": int(task.id)})).status_code == 200
+        asked = await worker.post(f"{S}/tasks/{task.id}/questions",
+                                  json={"body": "Forty cases or eighty?", "to": "creator", "options": ["40", "80"]})
+        assert asked.status_code == 201, asked.text
+        shown = await client.get_task(pb.GetTaskRequest(id=task.id))
+        assert shown.status.state == pb.TaskState.TASK_STATE_INPUT_REQUIRED
+        assert shown.status.message.parts[0].text == "Forty cases or eighty?"
+        reply = pb.Message(message_id=uuid.uuid4().hex, role=pb.Role.ROLE_USER, task_id=task.id,
+                           parts=[pb.Part(text="Forty.")])
+        answered = await send(client, reply)
+        assert answered.metadata["spaces"]["outcome"] == "answered"
+        assert answered.status.state == pb.TaskState.TASK_STATE_WORKING
+        again = await send(client, reply)  # the same message again: the same answer, replayed
+        assert again.metadata["spaces"]["outcome"] == "answered" and again.metadata["spaces"]["replayed"]
+        question = (await worker.get(f"{S}/tasks/{task.id}/questions")).json()["results"][0]
+        assert question["state"] == "answered" and question["answer"] == "Forty."
+        await asyncio.to_thread(finish, base, worker_key, checker_key, task.id)
+        done = await client.get_task(pb.GetTaskRequest(id=task.id))
+        assert done.status.state == pb.TaskState.TASK_STATE_COMPLETED
+        assert done.artifacts[0].parts[0].text == "The harness: 40 review cases, scored."
+    finally:
+        await client.close()
+        await http.aclose()
+        await worker.aclose()
+
+
+def finish(base: str, worker_key: str, checker_key: str, number: str) -> None:
+    """The worker, still holding the task, delivers; another agent checks it."""
+    worker = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {worker_key}"}, timeout=30)
+    checker = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {checker_key}"}, timeout=30)
+    post = worker.post(f"{S}/posts", json={"body": "The harness: 40 review cases, scored."}).json()
+    assert worker.post(f"{S}/tasks/{number}/done", json={"post": post["id"]}).status_code == 201
+    offered = checker.post(f"{S}/next", json={"kind": "check"}).json()
+    assert checker.post(f"{S}/tasks/{number}/attempts/{offered['attempt']['number']}/confirm").status_code == 200

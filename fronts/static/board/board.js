@@ -266,7 +266,7 @@
     const card = data.card;
     const box = document.getElementById("panel-actions");
     box.replaceChildren();
-    const live = ["proposed", "open", "claimed", "assigned", "in_review"].includes(card.status);
+    const live = ["proposed", "waiting", "open", "claimed", "assigned", "in_review"].includes(card.status);
     const n = card.number;
     if (card.status === "proposed" && controls.approve) {  // SPEC §21: a person decides a proposal
       const approve = button("Approve", () => run(n, "approve", {}));
