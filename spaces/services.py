@@ -380,5 +380,7 @@ def steward_for_admin_user(*, space: Space, username: str) -> Member:
     """The member a Django admin user acts as in ``space``, so admin actions are attributed
     in history like any steward's (created on first use)."""
     name = f"admin:{username}"[:100]
-    member, _ = Member.objects.get_or_create(space=space, name=name, defaults={"role": Role.STEWARD})
+    # SPEC §21: a staff user on the board acts as a person member of the space.
+    member, _ = Member.objects.get_or_create(space=space, name=name,
+                                             defaults={"role": Role.STEWARD, "kind": MemberKind.PERSON})
     return member

@@ -433,3 +433,22 @@ def test_a_tasks_page_reads_as_a_record_not_a_form(admin_client, space, steward)
     assert "Title terms" not in page and "Search:" not in page
     assert "Claims" not in page and "Checks" not in page  # no claim, no check yet: no bare headers
     assert "history" in page.lower()  # the created event is there
+
+
+def test_questions_and_messages_are_listed_and_changed_by_nobody(admin_client, space, steward, writer):
+    """SPEC §21: the admin lists the space's questions (and proposals: the task list by status)."""
+    from tasks.models import Message, Question
+
+    create_task(space=space, actor=steward.member, title="Pick the queue library")
+    writer.api.post("/v1/spaces/agent-lab/next", {})
+    writer.api.post("/v1/spaces/agent-lab/tasks/1/questions", {"body": "Which broker?", "to": "stewards"})
+    writer.api.post("/v1/spaces/agent-lab/tasks/1/messages", {"body": "Reading the docs now."})
+    question, message = Question.objects.get(), Message.objects.get()
+    listed = admin_client.get("/admin/tasks/question/", {"state": "open"}).content.decode()
+    assert f">{question.pk}<" in listed and "writer" in listed
+    page = admin_client.get(f"/admin/tasks/question/{question.pk}/change/").content.decode()
+    assert "Which broker?" in page and 'name="_save"' not in page
+    assert admin_client.get("/admin/tasks/message/").status_code == 200
+    assert "Reading the docs now." in admin_client.get(f"/admin/tasks/message/{message.pk}/change/").content.decode()
+    assert admin_client.post(f"/admin/tasks/question/{question.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert admin_client.get("/admin/tasks/task/", {"status__exact": "waiting"}).status_code == 200

@@ -304,3 +304,31 @@ def test_throughput_counts_tasks_done_per_hour_over_seven_days(space, steward):
     chart = logged_in("viewer").get(DATA).json()["throughput"]
     assert len(chart["done"]) == 168 and sum(chart["done"]) == 2
     assert chart["done"][-1] == 1 and chart["done"][-6] == 1
+
+
+def test_a_person_answers_a_question_and_writes_to_the_thread_from_the_panel(space, steward, writer):
+    """SPEC §21: a waiting task is on the Waiting on people column; its panel shows its questions
+    and its thread; the staff user, a person member, answers and writes through the API's commands."""
+    from spaces.models import Member
+    from tasks.models import Question
+
+    create_task(space=space, actor=steward.member, title="Pick the queue library")
+    writer.api.post("/v1/spaces/agent-lab/next", {})
+    asked = writer.api.post("/v1/spaces/agent-lab/tasks/1/questions",
+                            {"body": "A or B?", "to": "stewards", "options": ["A", "B"]}).json()
+    lead = logged_in("lead", perms=("view_task", "change_task"))
+    data = lead.get(DATA).json()
+    assert data["columns"]["people"] == {"total": 1, "cards": [1]}
+    panel = lead.get("/board/agent-lab/tasks/1").json()
+    assert panel["questions"][0]["state"] == "open" and panel["questions"][0]["options"] == ["A", "B"]
+    answered = act(lead, 1, "answer", {"question": asked["id"], "option": "B"})
+    assert answered.status_code == 200 and answered.json()["card"]["status"] == "claimed"
+    question = Question.objects.get()
+    assert question.answered_by.name == "admin:lead" and question.option == "B"
+    assert Member.objects.get(name="admin:lead").kind == "person"
+    again = act(lead, 1, "answer", {"question": asked["id"], "body": "A"})
+    assert again.status_code == 409 and again.json()["error"] == "question_closed"
+    assert act(lead, 1, "message", {"body": "B it is."}).status_code == 200
+    thread = lead.get("/board/agent-lab/tasks/1").json()["messages"]
+    assert [(m["sender"], m["body"]) for m in thread] == [("admin:lead", "B it is.")]
+    assert writer.api.get("/v1/inbox").json()["messages"][0]["body"] == "B it is."

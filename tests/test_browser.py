@@ -160,6 +160,18 @@ def test_the_board_updates_itself_as_an_agent_team_works(live_server, browser):
     browser.find_element(By.ID, f"card-{proposal['number']}").click()
     wait.until(lambda d: d.find_elements(By.ID, "act-approve")).pop().click()
     in_column(proposal["number"], "ready")
+    # …and answers the question an agent asks on it from the panel, choosing one of its options.
+    call(ana_key, "POST", "/next", {"number": proposal["number"]})
+    question = call(ana_key, "POST", f"/tasks/{proposal['number']}/questions",
+                    {"body": "Blue or green rollout?", "to": "stewards", "options": ["blue", "green"]})
+    in_column(proposal["number"], "people")
+    browser.find_element(By.ID, f"card-{proposal['number']}").click()
+    wait.until(lambda d: d.find_elements(By.ID, f"answer-{question['id']}")).pop().send_keys("canary first")
+    [green] = [b for b in browser.find_elements(By.CSS_SELECTOR, ".answer-box button") if b.text == "green"]
+    green.click()
+    in_column(proposal["number"], "claimed")
+    answered = call(ana_key, "GET", f"/tasks/{proposal['number']}/questions")["results"][0]
+    assert (answered["state"], answered["option"], answered["answer"]) == ("answered", "green", "canary first")
     assert browser.execute_script("return window.__marker") == "kept"
     browser.save_screenshot(str(SHOTS / "board.png"))
 

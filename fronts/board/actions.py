@@ -38,7 +38,12 @@ class BoardAction:
     command: Command
     permission: str
     data: Callable[[Task, dict], dict] = lambda task, body: body  # the command's input
-    lookups: Callable[[Task], dict] = lambda task: {"number": task.number}
+    lookups: Callable[[Task, dict], dict] = lambda task, body: {"number": task.number}
+
+
+def answer_input(task: Task, body: dict) -> dict:
+    """An answer's input: the body without the question's id, which is a lookup."""
+    return {name: value for name, value in body.items() if name != "question"}
 
 
 ACTIONS: dict[str, BoardAction] = {
@@ -51,9 +56,13 @@ ACTIONS: dict[str, BoardAction] = {
     "refuse": BoardAction(commands.refuse_task, CHANGE),  # {"reason"?}
     "not-duplicate": BoardAction(commands.mark_not_duplicate, CHANGE),  # {"task": m}
     "hold": BoardAction(commands.hold_slot, HOLD, data=lambda task, body: commands.hold_of_task(task),
-                        lookups=lambda task: {}),
+                        lookups=lambda task, body: {}),
     "release": BoardAction(commands.release_slot, RELEASE, data=lambda task, body: None,
-                           lookups=lambda task: {"work_item_id": task.work_item_id or ""}),
+                           lookups=lambda task, body: {"work_item_id": task.work_item_id or ""}),
+    # SPEC §21: a person answers a question ({"question": id, "body"?, "option"?}) and writes to the thread.
+    "answer": BoardAction(commands.answer_question, CHANGE, data=answer_input,
+                          lookups=lambda task, body: {"number": task.number, "question": body.get("question")}),
+    "message": BoardAction(commands.post_task_message, CHANGE),  # {"body", "to"?}
 }
 
 
@@ -82,7 +91,7 @@ def board_action_view(request: HttpRequest, slug: str, number: int, action: str)
         actor = steward_for_admin_user(space=space, username=request.user.get_username())
         task = selectors.get_task(space=space, number=number)
         in_unit(lambda unit: board_action.command(actor, unit=unit, data=board_action.data(task, body),
-                                                  **board_action.lookups(task)))
+                                                  **board_action.lookups(task, body)))
     except DomainError as error:
         return problem_response(error)
     return JsonResponse({"card": cards(space, [number])[number]})

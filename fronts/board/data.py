@@ -26,7 +26,7 @@ from tasks import graph, history, lapses, selectors
 from fronts.task_filters import checked_filter
 from tasks.filters import blocked, ready_condition
 from tasks.status import HELD, shown_as, shown_in, with_shown_status
-from tasks.models import Attempt, Check, Claim, ClaimEnd, Task, TaskEvent, TaskStatus
+from tasks.models import Attempt, Check, Claim, ClaimEnd, Message, Question, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
 from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, done_per_hour, space_summary
 
@@ -196,6 +196,15 @@ def task_panel(space: Space, number: object) -> dict[str, Any]:
                                   "created_at": iso(c.created_at)} for c in a.checks.all()]}
                      for a in sorted(task.attempts.all(), key=lambda a: a.number)],
         "history": history.lines(events),
+        # SPEC §21: its questions with their answers, and its thread, oldest first.
+        "questions": [{"id": q.pk, "asker": q.asker.name, "to": q.addressee.name if q.addressee else q.to,
+                       "body": q.body, "options": q.options, "state": q.state, "answer": q.answer,
+                       "option": q.option or None, "answered_by": q.answered_by.name if q.answered_by else None,
+                       "created_at": iso(q.created_at), "expires_at": iso(q.expires_at)}
+                      for q in Question.objects.filter(space=space, task=task).select_related(
+                          "asker", "addressee", "answered_by").order_by("pk")],
+        "messages": [{"id": m.pk, "sender": m.sender.name, "body": m.body, "created_at": iso(m.created_at)}
+                     for m in Message.objects.filter(space=space, task=task).select_related("sender").order_by("pk")],
         "slot_held": bool(task.work_item_id) and SlotHold.objects.filter(
             space=space, work_item_id=task.work_item_id).exists(),
         "admin_url": reverse("admin:tasks_task_change", args=[task.pk]),

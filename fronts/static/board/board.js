@@ -407,6 +407,8 @@
       }
       return li;
     })));
+    if (data.questions.length) body.append(questionsSection(card, data.questions));
+    body.append(threadSection(card, data.messages));
     const events = data.history.slice().reverse().map(function (e) {
       const li = el("li", "event");
       li.append(el("time", "", when(e.at)), " ", el("b", "", e.actor), " " + e.text);
@@ -419,6 +421,60 @@
     admin.href = data.admin_url;
     body.append(admin);
     actions(data);
+  }
+
+  // SPEC §21: a task's questions, an open one with its answer box (its options as buttons).
+  function questionsSection(card, questions) {
+    const items = questions.map(function (q) {
+      const li = el("li", q.state === "open" ? "live question" : "question");
+      li.append(el("b", "", q.asker), " asked " + q.to + " " + when(q.created_at) + ": ", el("q", "", q.body));
+      if (q.state === "answered") {
+        li.append(el("div", "hint", q.answered_by + " answered: " + (q.option ? q.option + (q.answer ? " (" + q.answer + ")" : "") : q.answer)));
+      } else if (q.state !== "open") {
+        li.append(el("div", "hint", q.state));
+      } else if (controls.answer) {
+        const box = el("form", "answer-box");
+        const text = el("input");
+        text.type = "text"; text.placeholder = "Your answer"; text.setAttribute("aria-label", "answer to question " + q.id);
+        text.id = "answer-" + q.id;
+        box.append(text);
+        q.options.forEach(function (option) {
+          const b = button(option, () => run(card.number, "answer", {question: q.id, option: option, body: text.value}));
+          b.className = "option";
+          box.append(b);
+        });
+        const send = button("Answer", () => run(card.number, "answer", {question: q.id, body: text.value}));
+        send.id = "act-answer-" + q.id;
+        box.append(send);
+        box.addEventListener("submit", function (event) { event.preventDefault(); send.click(); });
+        li.append(box);
+      }
+      return li;
+    });
+    return section("Questions", items);
+  }
+
+  // The task's thread, oldest first, and a box to write to it.
+  function threadSection(card, messages) {
+    const items = messages.map(function (m) {
+      const li = el("li", "message");
+      li.append(el("b", "", m.sender), " " + when(m.created_at) + ": " + m.body);
+      return li;
+    });
+    const box = section("Thread", items);
+    box.id = "panel-thread";
+    if (controls.message) {
+      const form = el("form", "message-box");
+      const text = el("input");
+      text.type = "text"; text.placeholder = "Write to the task's thread"; text.id = "message-text";
+      text.setAttribute("aria-label", "message to the task's thread");
+      const send = button("Send", function () { if (text.value.trim()) run(card.number, "message", {body: text.value}); });
+      send.id = "act-message";
+      form.append(text, send);
+      form.addEventListener("submit", function (event) { event.preventDefault(); send.click(); });
+      box.append(form);
+    }
+    return box;
   }
 
   async function openPanel(number, focus) {
