@@ -1,7 +1,7 @@
 """Tasks, their history and review notes (SPEC §4, §5, §8)."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone as dt_timezone
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -293,6 +293,11 @@ class ClaimEnd(models.TextChoices):
     CLOSED = "closed"  # the task was withdrawn or rejected by a steward
 
 
+# A claim kept while its holder's question is open (SPEC §21) has this expiry: nothing lapses it,
+# and a heartbeat, which never moves an expiry back, leaves it there (tasks.questions).
+PAUSED_UNTIL = datetime(9999, 12, 31, tzinfo=dt_timezone.utc)
+
+
 class Claim(models.Model):
     """A member holding a task for a while (SPEC §6.1)."""
 
@@ -328,6 +333,8 @@ class Claim(models.Model):
         holder = f"claim by {self.member.name}"
         if self.ended_at is not None:
             return f"{holder}, {self.get_end_reason_display().lower()} {self.ended_at:%Y-%m-%d %H:%M} UTC"
+        if self.expires_at == PAUSED_UNTIL:
+            return f"{holder}, paused while its question is open"
         left = (self.expires_at - timezone.now()).total_seconds()
         if left <= 0:
             return f"{holder}, lapsed"

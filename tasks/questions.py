@@ -14,7 +14,7 @@ wakes the space's waiters when it commits.
 """
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -28,6 +28,7 @@ from tasks import errors, wakeups
 from tasks.claims import claim_expiry, end_claims
 from tasks.lifecycle import check_task_usable, live_claims, notify, recompute_status, record_event
 from tasks.models import (
+    PAUSED_UNTIL,
     Claim,
     ClaimEnd,
     EventKind,
@@ -40,9 +41,6 @@ from tasks.models import (
 )
 from tasks.selectors import get_task
 
-# A kept claim's expiry while its question is open: no lapse, and a heartbeat (which never moves
-# an expiry back) leaves it there.
-PAUSED_UNTIL = datetime(9999, 12, 31, tzinfo=UTC)
 ASKABLE = (TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.WAITING)
 
 

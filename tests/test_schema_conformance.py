@@ -39,6 +39,7 @@ SEMANTIC_FIELDS = {
     "blocked_by": "blockers are tasks of the space: data, not form",
     "post": "a done cites a post of the space: data, not form",
     "member": "a member of the space: data, not form",
+    "to": "a message's recipients (or a question's addressee) are members of the space: data, not form",
     "surviving_task": "a task of the space: data, not form",
     "title": "a title holds something visible once white space and invisible characters are removed",
     "budget_usd": "at most 14 digits, 6 of them decimals: JSON Schema's multipleOf is a float",

@@ -150,7 +150,8 @@ def test_a2a_shows_a_proposal_as_submitted_awaiting_approval(writer, space):
 def test_the_reference_tells_people_in_the_loop(writer):
     section = writer.api.get("/v1/reference?section=people").json()["people"]
     assert section["approval"]["setting"]["approval_required"]["values"] == ["none", "uncatalogued", "agents", "all"]
-    assert {r["code"] for r in section["refusals"]} == {"not_approver", "task_not_proposed", "person_check_required"}
+    assert {r["code"] for r in section["refusals"]} == {"not_approver", "task_not_proposed", "person_check_required",
+                                                        "not_asker", "not_addressee", "question_closed", "not_in_thread"}
 
 
 def test_a_person_decides_from_the_board_and_the_admin(writer, space):

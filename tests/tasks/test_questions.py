@@ -14,8 +14,7 @@ from django.utils import timezone
 
 from events.models import Event
 from tasks.claims import expire_claims
-from tasks.models import Claim, Notification, Question, Task
-from tasks.questions import PAUSED_UNTIL
+from tasks.models import PAUSED_UNTIL, Claim, Notification, Question, Task
 from tasks.waiting import REGISTRY
 from tests.conftest import make_persona
 from tests.factories import create_task
@@ -217,3 +216,26 @@ def test_a_person_member_answers_from_the_inbox(held, writer, space):
     assert [q["id"] for q in inbox["questions"]] == [question["id"]] and inbox["questions"][0]["task"] == 1
     assert person.api.post(f"{S}/tasks/1/questions/{question['id']}/answer", {"body": "v2"}).status_code == 200
     assert person.api.get("/v1/inbox").json()["questions"] == []
+
+
+def test_an_asker_whose_connection_drops_loses_nothing(space, steward, writer):
+    """A waited ask over real gunicorn whose caller hangs up: the question stays asked, and the
+    answer, when it comes, is in the asker's notifications and the question's reads."""
+    import httpx
+
+    from tests.live_server import gunicorn
+
+    create_task(space=space, actor=steward.member, title="Pick the queue library")
+    assert writer.api.post(f"{S}/next", {}).json()["task"]["id"] == 1
+    with gunicorn(workers=1) as base:
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(f"{base}{S}/tasks/1/questions", json={"body": "A or B?", "to": "stewards", "wait": 30},
+                       headers={"Authorization": f"Bearer {writer.key}"}, timeout=2)
+        question = Question.objects.get()
+        assert question.state == "open"
+        answered = httpx.post(f"{base}{S}/tasks/1/questions/{question.pk}/answer", json={"body": "B"},
+                              headers={"Authorization": f"Bearer {steward.key}"}, timeout=30)
+        assert answered.status_code == 200
+    assert writer.api.get(f"{S}/tasks/1/questions").json()["results"][0]["answer"] == "B"
+    assert Notification.objects.filter(member=writer.member, kind="question_answered").count() == 1
+    assert Question.objects.count() == 1
