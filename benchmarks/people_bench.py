@@ -1,8 +1,8 @@
 """SPEC §21's waits, on the shipped serving configuration (gunicorn.conf.py):
 
 1. what waiting costs: the server processes' CPU and the statements the database runs a second
-   while ``--askers`` agents wait for answers (``ask`` with ``wait``) and nothing happens, beside
-   the same number of agents waiting for work (``next`` with ``wait``), side by side;
+   while ``--askers`` agents wait for answers (``ask`` with ``wait``) and nothing happens, and
+   then while the same number of agents wait for work (``next`` with ``wait``);
 2. how fast an answer reaches its asker: questions answered one at a time while the askers
    wait; from the answer's send (an upper bound on "from its commit") and from its answer's
    arrival (a lower bound) to the asker's answer, p50 and p99; each question answered once.
@@ -110,16 +110,9 @@ def main() -> None:
         master = masters[0].pid
         print(f"== the shipped gunicorn.conf.py: {args.workers} workers; {args.askers} agents waiting")
         alone = idle(master, url)
-        with Waiters(base, next_keys, "waiting", wait=20):
-            settle(args.askers)
-            nexts = idle(master, url, seconds=5)
-        time.sleep(21)  # their last waits end
         askers = Askers(base, ask_keys, "asking").__enter__()
         settle(args.askers)
         asked = idle(master, url, seconds=5)
-        print(f"-- 1. idle: nobody waiting {alone[0] * 100:.1f}% of a core, {alone[1]:.2f} statements/s; "
-              f"{args.askers} waited nexts {nexts[0] * 100:.1f}%, {nexts[1]:.2f}/s; {args.askers} waited asks "
-              f"{asked[0] * 100:.1f}%, {asked[1]:.2f}/s")
         sent: dict[int, tuple[float, float]] = {}
         with psycopg.connect(psycopg_dsn(url), autocommit=True) as conn:  # the open questions, oldest first
             rows = conn.execute("SELECT q.id, t.number FROM tasks_question q JOIN tasks_task t ON t.id = q.task_id "
@@ -131,6 +124,8 @@ def main() -> None:
             t_answered = time.monotonic()
             if status == 200:
                 sent[question] = (t_send, t_answered)
+            else:
+                print(f"   answer to question {question}: {status}")
             time.sleep(0.05)
         time.sleep(2)
         arrived = dict(askers.arrived)
@@ -141,6 +136,13 @@ def main() -> None:
               f"p50 {percentile(lower, 0.5):.1f} ms [<= 50], p99 {percentile(lower, 0.99):.1f} ms"
               if upper else "-- 2. no answer reached its asker")
         print(f"   askers refused or cut off: {askers.errors}")
+        askers.join()  # the unanswered ones' waits end (WAIT)
+        with Waiters(base, next_keys, "waiting", wait=20):
+            settle(args.askers)
+            nexts = idle(master, url, seconds=5)
+        print(f"-- 1. idle: nobody waiting {alone[0] * 100:.1f}% of a core, {alone[1]:.2f} statements/s; "
+              f"{args.askers} waited asks {asked[0] * 100:.1f}%, {asked[1]:.2f}/s; {args.askers} waited nexts "
+              f"{nexts[0] * 100:.1f}%, {nexts[1]:.2f}/s")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,12 @@ class Waiter:
         with REGISTRY.lock:
             return REGISTRY.wake_contexts.get(self.space_id)
 
+    @property
+    def targeted(self) -> bool:
+        """A waiter for one row (a waited ask's question), which a space's pass leaves out: the
+        listener wakes it when its own probe finds the row changed."""
+        return self.shape[0] == "answer"
+
     def covers(self, failed: set[tuple]) -> bool:
         """Would this waiter's question find nothing, given the shapes that just did?"""
         if self.shape in failed:
@@ -161,6 +167,9 @@ class Registry:
         self.feed_waiters: dict[int, set[FeedWaiter]] = {}  # by space
         self.feed_watchers: set[threading.Event] = set()
         self.wake_contexts: dict[int, str] = {}  # by space: the trace of the last change that woke it  # set on any space's event (the delivery worker)
+        # Spaces notified while a waited ask waits there: the listener asks at once whose question
+        # closed (TARGETED waiters join no pass: each waits for one row, not for work).
+        self.targets_due: set[int] = set()
 
     # --- what the runner calls ---------------------------------------------------------------
 
@@ -297,10 +306,27 @@ class Registry:
             space = self.spaces.get(space_id)
             if space is None:
                 return
+            if shapes is None and any(waiter.targeted for waiter in space.waiting):
+                self.targets_due.add(space_id)
+            if shapes is not None:  # a targeted waiter whose row changed is woken at once, pass or no pass
+                for waiter in space.waiting:
+                    if waiter.targeted and waiter.shape in shapes:
+                        waiter.woken.set()
+                shapes = {shape for shape in shapes if shape[0] != "answer"}
+                if not shapes:
+                    return
             if space.current is not None:
                 space.again = True  # finish this pass, then start over with everyone
                 return
             self._start(space, shapes)
+
+    def take_target_probes(self) -> list[tuple[int, tuple, tuple[str, list]]]:
+        """One (space, shape, probe) for each targeted waiter of the spaces notified since the last
+        call: the listener runs them at once, so an answer wakes its asker alone."""
+        with self.lock:
+            due, self.targets_due = self.targets_due, set()
+            return [(space_id, waiter.shape, waiter.probe) for space_id in due
+                    for waiter in self.spaces.get(space_id, Space()).waiting if waiter.targeted]
 
     def probes(self) -> list[tuple[int, tuple, tuple[str, list]]]:
         """One (space, shape, probe) for each kind of waiter waiting here."""
@@ -326,7 +352,7 @@ class Registry:
     # --- the pass ----------------------------------------------------------------------------
 
     def _start(self, space: Space, shapes: set[tuple] | None) -> None:
-        space.pass_order = [w for w in space.waiting if shapes is None or w.shape in shapes]
+        space.pass_order = [w for w in space.waiting if (w.shape in shapes if shapes is not None else not w.targeted)]
         space.failed, space.again = set(), False
         self._advance(space, first=True)
 
@@ -429,8 +455,9 @@ class Listener(threading.Thread):
                     for notice in conn.notifies(timeout=timeout):
                         self.heard(notice.channel, notice.payload)
                         timeout = max(0.0, next_check - time.monotonic())
-                        if timeout == 0:
-                            break
+                        if timeout == 0 or self.registry.targets_due:
+                            break  # the connection runs no statement while it waits for notices
+                    self.check_targets(conn)
                 else:
                     time.sleep(timeout)
                 serving = self.registry.serving
@@ -452,15 +479,11 @@ class Listener(threading.Thread):
         else:
             self.registry.notified(space_id, context=context or None)
 
-    def recheck(self, conn: psycopg.Connection) -> None:
-        """One statement: for each kind of waiter here, is there work for it now? And one for the
-        feeds followed here: their last seqs."""
-        spaces = self.registry.feed_spaces()
-        if spaces:
-            rows = conn.execute(events_sql.LAST_SEQS, [spaces]).fetchall()
-            for space_id, last_seq in rows:
-                self.registry.feed_notified(space_id, last_seq)
-        probes = self.registry.probes()
+    def check_targets(self, conn: psycopg.Connection) -> None:
+        """The targeted waiters of the spaces just notified: whose row changed (one statement)."""
+        self.wake_found(conn, self.registry.take_target_probes())
+
+    def wake_found(self, conn: psycopg.Connection, probes: list[tuple[int, tuple, tuple[str, list]]]) -> None:
         if not probes:
             return
         params = [param for _, _, probe in probes for param in probe[1]]
@@ -471,6 +494,16 @@ class Listener(threading.Thread):
                 ready.setdefault(space_id, set()).add(shape)
         for space_id, shapes in ready.items():
             self.registry.notified(space_id, shapes)
+
+    def recheck(self, conn: psycopg.Connection) -> None:
+        """One statement: for each kind of waiter here, is there work for it now? And one for the
+        feeds followed here: their last seqs."""
+        spaces = self.registry.feed_spaces()
+        if spaces:
+            rows = conn.execute(events_sql.LAST_SEQS, [spaces]).fetchall()
+            for space_id, last_seq in rows:
+                self.registry.feed_notified(space_id, last_seq)
+        self.wake_found(conn, self.registry.probes())
 
 
 REGISTRY = Registry()

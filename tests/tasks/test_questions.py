@@ -239,3 +239,40 @@ def test_an_asker_whose_connection_drops_loses_nothing(space, steward, writer):
     assert writer.api.get(f"{S}/tasks/1/questions").json()["results"][0]["answer"] == "B"
     assert Notification.objects.filter(member=writer.member, kind="question_answered").count() == 1
     assert Question.objects.count() == 1
+
+
+def test_an_answer_wakes_its_own_asker_across_server_processes(space, steward):
+    """Over real gunicorn (2 workers): askers wait in the space; an answer given through any
+    process reaches its own asker (the listener's targeted check), and the others go on waiting."""
+    import httpx
+
+    from tests.live_server import gunicorn
+
+    askers = [make_persona(space, "writer", f"asker-{i}") for i in range(3)]
+    for i, asker in enumerate(askers, start=1):
+        create_task(space=space, actor=steward.member, title=f"Work item number {i}")
+        assert asker.api.post(f"{S}/next", {"number": i}).status_code == 200
+    answers: dict[int, httpx.Response] = {}
+    with gunicorn(workers=2) as base:
+        def waited(number: int, key: str) -> None:
+            answers[number] = httpx.post(f"{base}{S}/tasks/{number}/questions", timeout=60,
+                                         json={"body": f"Which way for {number}?", "to": "stewards", "wait": 20},
+                                         headers={"Authorization": f"Bearer {key}"})
+
+        threads = [threading.Thread(target=waited, args=(i, a.key), daemon=True) for i, a in enumerate(askers, 1)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 20
+        while Question.objects.count() < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        second = Question.objects.get(task__number=2)
+        answer = httpx.post(f"{base}{S}/tasks/2/questions/{second.pk}/answer", json={"body": "north"},
+                            headers={"Authorization": f"Bearer {steward.key}"}, timeout=30)
+        assert answer.status_code == 200
+        threads[1].join(30)
+        assert answers[2].json()["answer"] == "north"  # answered in its wait, not at its end (still open)
+        assert 1 not in answers and 3 not in answers  # the others still wait
+        for thread in threads:
+            thread.join(30)
+    assert answers[1].json()["state"] == answers[3].json()["state"] == "open"
