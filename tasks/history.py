@@ -31,6 +31,12 @@ SENTENCES = {
     "blocker_added": "made it wait on {after}",
     "blocker_removed": "made it wait on {after}",
     "unblocked": "its last blocker ended",
+    "approved": "approved it",
+    "refused": "refused it",
+    "asked": "asked question {question}",
+    "answered": "answered question {question}",
+    "question_expired": "question {question} expired unanswered",
+    "unasked": "withdrew question {question}",
 }
 VERDICTS = {"confirm": "confirmed", "reject": "rejected"}
 MEMBER_FIELDS = ("member", "held_by")
