@@ -332,3 +332,24 @@ def test_a_person_answers_a_question_and_writes_to_the_thread_from_the_panel(spa
     thread = lead.get("/board/agent-lab/tasks/1").json()["messages"]
     assert [(m["sender"], m["body"]) for m in thread] == [("admin:lead", "B it is.")]
     assert writer.api.get("/v1/inbox").json()["messages"][0]["body"] == "B it is."
+
+
+def test_where_a_persons_check_accepts_the_attempt_waits_on_people_and_is_checked_from_the_panel(
+        space, steward, writer):
+    """SPEC §21 checks_by: people: a task in review is in the Waiting on people column; its panel
+    shows the attempt's result, and the staff user (a person member) confirms it there."""
+    from tasks.models import Task
+
+    steward.api.patch("/v1/spaces/agent-lab", {"checks_by": "people"})
+    create_task(space=space, actor=steward.member, title="Pick the queue library")
+    writer.api.post("/v1/spaces/agent-lab/next", {})
+    post = writer.api.post("/v1/spaces/agent-lab/posts", {"body": "RabbitMQ, for its quorum queues."}).json()
+    assert writer.api.post("/v1/spaces/agent-lab/tasks/1/done", {"post": post["id"]}).status_code == 201
+    lead = logged_in("lead", perms=("view_task", "change_task"))
+    data = lead.get(DATA).json()
+    assert data["columns"]["people"] == {"total": 1, "cards": [1]} and data["columns"]["in_review"]["cards"] == []
+    attempt = lead.get("/board/agent-lab/tasks/1").json()["attempts"][0]
+    assert attempt["result"] == "RabbitMQ, for its quorum queues." and attempt["state"] == "waiting"
+    confirmed = act(lead, 1, "confirm", {"attempt": 1})
+    assert confirmed.status_code == 200, confirmed.json()
+    assert Task.objects.get().status == "done"

@@ -63,6 +63,12 @@ ACTIONS: dict[str, BoardAction] = {
     "answer": BoardAction(commands.answer_question, CHANGE, data=answer_input,
                           lookups=lambda task, body: {"number": task.number, "question": body.get("question")}),
     "message": BoardAction(commands.post_task_message, CHANGE),  # {"body", "to"?}
+    # A person's check of an attempt ({"attempt": n}, and a reject's {"reason"?}).
+    "confirm": BoardAction(commands.confirm_attempt, CHANGE, data=lambda task, body: None,
+                           lookups=lambda task, body: {"number": task.number, "attempt": body.get("attempt")}),
+    "reject-attempt": BoardAction(commands.reject_attempt, CHANGE,
+                                  data=lambda task, body: {"reason": body.get("reason", "")},
+                                  lookups=lambda task, body: {"number": task.number, "attempt": body.get("attempt")}),
 }
 
 

@@ -21,7 +21,7 @@ from allocation import selectors as allocation
 from allocation.models import SlotHold
 from costs import selectors as cost_selectors
 from costs.selectors import month_spend
-from spaces.models import Space
+from spaces.models import ChecksBy, Space
 from tasks import graph, history, lapses, selectors
 from fronts.task_filters import checked_filter
 from tasks.filters import blocked, ready_condition
@@ -56,14 +56,18 @@ def board_tasks(space: Space, params: QueryDict, now) -> QuerySet:
     return checked_filter(wanted, space=space, queryset=Task.objects.filter(space=space), now=now).qs
 
 
-def column_queries(tasks: QuerySet, now) -> dict[str, QuerySet]:
-    """Each column's tasks, by the status a read at ``now`` shows (``tasks.status``)."""
+def column_queries(tasks: QuerySet, now, *, person_checks: bool = False) -> dict[str, QuerySet]:
+    """Each column's tasks, by the status a read at ``now`` shows (``tasks.status``). Waiting on
+    people: proposals, tasks with an open question and, where a person's check accepts an attempt
+    (SPEC §21 ``checks_by: people``), the tasks in review."""
+    people = (TaskStatus.PROPOSED, TaskStatus.WAITING, *((TaskStatus.IN_REVIEW,) if person_checks else ()))
     return {
-        "people": tasks.filter(status__in=(TaskStatus.PROPOSED, TaskStatus.WAITING)).order_by("priority", "number"),
+        "people": tasks.filter(status__in=people).order_by("priority", "number"),
         "ready": tasks.filter(ready_condition(now)).order_by("priority", "number"),
         "blocked": tasks.filter(shown_as(TaskStatus.OPEN, now)).filter(blocked()).order_by("priority", "number"),
         "claimed": tasks.filter(shown_in(HELD, now)).order_by("priority", "number"),
-        "in_review": tasks.filter(status=TaskStatus.IN_REVIEW).order_by("priority", "number"),
+        "in_review": tasks.filter(status=TaskStatus.IN_REVIEW).exclude(status__in=people).order_by(
+            "priority", "number"),
         "done": tasks.filter(status=TaskStatus.DONE, updated_at__gte=now - RECENT_DONE).order_by("-updated_at"),
     }
 
@@ -151,7 +155,9 @@ def board_data(space: Space, *, since: int | None, numbers: list[int], params: Q
     now = timezone.now()
     columns = {}
     listed: list[int] = []
-    for name, tasks in column_queries(held_by(board_tasks(space, params, now), member, now), now).items():
+    person_checks = space.checks_by == ChecksBy.PEOPLE
+    for name, tasks in column_queries(held_by(board_tasks(space, params, now), member, now), now,
+                                      person_checks=person_checks).items():
         shown = list(tasks.values_list("number", flat=True)[:CARDS_PER_COLUMN])
         total = len(shown) if len(shown) < CARDS_PER_COLUMN else tasks.count()
         columns[name] = {"total": total, "cards": shown}
@@ -167,6 +173,9 @@ def board_data(space: Space, *, since: int | None, numbers: list[int], params: Q
         wanted = set(changed) | set(expired) | (set(numbers) & set(listed))
     return {"summary": space_summary(space), "throughput": done_per_hour(space, now), "columns": columns,
             "cards": cards(space, sorted(wanted))}
+
+
+RESULT_SHOWN = 2000  # characters of an attempt's post the panel shows: what a person checks
 
 
 def task_panel(space: Space, number: object) -> dict[str, Any]:
@@ -191,7 +200,7 @@ def task_panel(space: Space, number: object) -> dict[str, Any]:
         "claims": [{"member": c.member.name, "origin": c.origin, "created_at": iso(c.created_at),
                     "expires_at": iso(c.expires_at), "ended_at": iso(c.shown_end[0]) if c.shown_end[0] else None,
                     "end_reason": c.shown_end[1]} for c in sorted(task.claims.all(), key=lambda c: c.created_at)],
-        "attempts": [{"number": a.number, "member": a.member.name, "state": a.state, "created_at": iso(a.created_at),
+        "attempts": [{"number": a.number, "post": a.post_id, "result": a.post.body[:RESULT_SHOWN], "member": a.member.name, "state": a.state, "created_at": iso(a.created_at),
                       "checks": [{"member": c.member.name, "verdict": c.verdict, "reason": c.reason,
                                   "created_at": iso(c.created_at)} for c in a.checks.all()]}
                      for a in sorted(task.attempts.all(), key=lambda a: a.number)],

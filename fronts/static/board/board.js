@@ -399,6 +399,15 @@
     })));
     body.append(section("Attempts", data.attempts.map(function (a) {
       const li = el("li", "", "Attempt " + a.number + " by " + a.member + ", " + a.state + ", " + when(a.created_at));
+      if (a.result) li.append(el("blockquote", "attempt-result", a.result));
+      if (a.state === "waiting" && controls.confirm) {  // SPEC §21: a person's check, from the panel
+        const confirm = button("Confirm", () => run(card.number, "confirm", {attempt: a.number}));
+        confirm.id = "act-confirm-" + a.number;
+        const reject = confirmButton("Reject", () => run(card.number, "reject-attempt",
+                                                          {attempt: a.number, reason: "rejected from the board"}));
+        reject.id = "act-reject-attempt-" + a.number;
+        li.append(" ", confirm, " ", reject);
+      }
       if (a.checks.length) {
         const checks = el("ul");
         a.checks.forEach(c => checks.append(el("li", "", c.member + " " + (c.verdict === "confirm" ? "confirmed" : "rejected") +
