@@ -70,7 +70,10 @@ def translate(exc: Exception) -> errors.DomainError | None:
     if isinstance(exc, drf.ParseError):
         return errors.MalformedJson(f"The body is not valid JSON: {exc.detail}")
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
-        return errors.Unauthenticated(str(exc.detail), headers={"WWW-Authenticate": 'Bearer realm="spaces"'})
+        # The view's own challenge (DRF sets it from get_authenticate_header): /mcp's names its
+        # resource metadata (SPEC §23).
+        challenge = getattr(exc, "auth_header", None) or 'Bearer realm="spaces"'
+        return errors.Unauthenticated(str(exc.detail), headers={"WWW-Authenticate": challenge})
     if isinstance(exc, (drf.PermissionDenied, DjangoPermissionDenied)):
         return errors.Forbidden()
     if isinstance(exc, (drf.NotFound, Http404)):

@@ -8,7 +8,7 @@ from fronts.board.views import board_data_view, board_duplicates_view, board_pag
 from fronts.board.actions import board_action_view
 from fronts.board.webhooks import webhook_action_view, webhooks_page
 from fronts.home import favicon, home
-from fronts.mcp.http import MCPEndpoint
+from fronts.mcp.http import MCPEndpoint, protected_resource_view
 from fronts.operator.metrics import metrics_view
 
 # The admin reads as this product, not as Django's.
@@ -37,6 +37,9 @@ urlpatterns = [
          {"action": "retry"}, name="board-webhook-delivery-retry"),
     # MCP for agents, authenticated with the member's API key like the REST routes.
     path("mcp", MCPEndpoint.as_view(), name="mcp"),
+    # SPEC §23, RFC 9728: how a client authenticates to /mcp (at the root, and for /mcp's path).
+    path(".well-known/oauth-protected-resource", protected_resource_view, name="protected-resource"),
+    path(".well-known/oauth-protected-resource/mcp", protected_resource_view, name="protected-resource-mcp"),
     # A2A (SPEC §18): a space as an agent other agents hand work to, with the member's API key.
     path("", include("fronts.a2a.urls")),
     # The schema is the same for every request of a deployment: built once per process an hour.

@@ -43,3 +43,25 @@ def test_every_path_under_mcp_answers_json(writer, anonymous, method, path):
         response = getattr(client, method)(path)
         assert response.status_code == 404 and response["Content-Type"].startswith("application/problem+json")
         assert "/mcp" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("key", [None, "sk_notakey_0000"])
+def test_a_call_without_a_valid_key_points_at_the_resource_metadata(anonymous, key):
+    """SPEC §23, RFC 9728 §5.1: a 401 names where the resource's metadata is."""
+    headers = {**MCP_HEADERS, **({"Authorization": f"Bearer {key}"} if key else {})}
+    refused = anonymous.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+    assert refused.status_code == 401
+    assert refused["WWW-Authenticate"] == \
+        'Bearer resource_metadata="http://testserver/.well-known/oauth-protected-resource/mcp"'
+
+
+@pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"])
+def test_the_protected_resource_metadata_says_how_to_authenticate(anonymous, path):
+    """RFC 9728 §3: the resource is /mcp, its bearer token goes in the Authorization header, and
+    no authorization server is named (the token is a member's API key)."""
+    metadata = anonymous.get(path)
+    assert metadata.status_code == 200 and metadata["Content-Type"] == "application/json"
+    document = metadata.json()
+    assert document["resource"] == "http://testserver/mcp" and document["bearer_methods_supported"] == ["header"]
+    assert "authorization_servers" not in document
+    assert anonymous.post(path, {}).status_code == 405

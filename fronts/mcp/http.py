@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.http import require_safe
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -100,13 +101,41 @@ def mcp_not_found_view(request, exception=None) -> HttpResponse:
     return problem_response(NotFound("No such route. The MCP endpoint is /mcp, without a trailing slash."))
 
 
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+
+
+def resource_metadata_url(request) -> str:
+    """Where /mcp's protected resource metadata is (RFC 9728 §3.1: the well-known prefix, then
+    the resource's path)."""
+    return f"{request.scheme}://{request.get_host()}{METADATA_PATH}/mcp"
+
+
+@require_safe
+def protected_resource_view(request) -> JsonResponse:
+    """SPEC §23, RFC 9728: what an MCP client needs to authenticate to /mcp. The bearer token is
+    a member's API key, given by a steward or a join link, so there is no authorization server
+    to name: ``authorization_servers`` is left out, as the RFC allows."""
+    base = f"{request.scheme}://{request.get_host()}"
+    response = JsonResponse({
+        "resource": f"{base}/mcp", "resource_name": "Spaces", "bearer_methods_supported": ["header"],
+        "resource_documentation": f"{base}/v1/reference?section=agents",
+    })
+    response["Cache-Control"] = "public, max-age=3600"
+    response["Access-Control-Allow-Origin"] = "*"  # a browser-based client reads it too (public, no secret)
+    return response
+
+
 class MCPEndpoint(APIView):
-    """``/mcp``: the member's API key authenticates, as on every REST route."""
+    """``/mcp``: the member's API key authenticates, as on every REST route; a ``401`` points
+    at the resource metadata (RFC 9728 §5.1), as MCP clients expect of a resource server."""
 
     schema = None  # JSON-RPC, not REST: kept out of the OpenAPI schema
     content_negotiation_class = AnswersInJson
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsMember]
+
+    def get_authenticate_header(self, request: Request) -> str:
+        return f'Bearer resource_metadata="{resource_metadata_url(request)}"'
 
     def initial(self, request: Request, *args, **kwargs) -> None:
         # The transport's rule against DNS rebinding: a request a browser sends from another

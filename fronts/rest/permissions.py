@@ -26,8 +26,8 @@ class IsMember(permissions.BasePermission):
     """
 
     def has_permission(self, request, view) -> bool:
-        if request.auth is None:
-            raise errors.Unauthenticated()
+        if request.auth is None:  # no key: the view's challenge says how to authenticate (RFC 6750, 9728)
+            raise errors.Unauthenticated(headers={"WWW-Authenticate": view.get_authenticate_header(request)})
         required = getattr(view, "required_roles", {}).get(request.method, Role.READER)
         error = refusal(request.auth, slug=view.kwargs.get("slug"), required=required)
         if error is not None:
