@@ -166,14 +166,44 @@ def test_the_board_updates_itself_as_an_agent_team_works(live_server, browser):
                     {"body": "Blue or green rollout?", "to": "stewards", "options": ["blue", "green"]})
     in_column(proposal["number"], "people")
     browser.find_element(By.ID, f"card-{proposal['number']}").click()
-    wait.until(lambda d: d.find_elements(By.ID, f"answer-{question['id']}")).pop().send_keys("canary first")
-    [green] = [b for b in browser.find_elements(By.CSS_SELECTOR, ".answer-box button") if b.text == "green"]
-    green.click()
+    # The panel may redraw meanwhile (the task changed): each step is tried until it takes, and what
+    # was typed stays through a redraw.
+    wait.until(lambda d: settled(lambda: d.find_element(By.ID, f"answer-{question['id']}").send_keys("canary first")))
+    wait.until(lambda d: click_option(d, "green"))
     in_column(proposal["number"], "claimed")
     answered = call(ana_key, "GET", f"/tasks/{proposal['number']}/questions")["results"][0]
     assert (answered["state"], answered["option"], answered["answer"]) == ("answered", "green", "canary first")
     assert browser.execute_script("return window.__marker") == "kept"
     browser.save_screenshot(str(SHOTS / "board.png"))
+
+
+def settled(step) -> bool:
+    """Run ``step``; False (to be tried again) when the element it used was redrawn under it."""
+    from selenium.common.exceptions import (
+        ElementNotInteractableException,
+        NoSuchElementException,
+        StaleElementReferenceException,
+    )
+
+    try:
+        step()
+    except (StaleElementReferenceException, ElementNotInteractableException, NoSuchElementException):
+        return False
+    return True
+
+
+def click_option(browser, label: str) -> bool:
+    """Click the open question's option ``label``; False (to be tried again) while the panel redraws."""
+    from selenium.webdriver.common.by import By
+
+    def click() -> None:
+        [option] = [b for b in browser.find_elements(By.CSS_SELECTOR, ".answer-box button") if b.text == label]
+        option.click()
+
+    try:
+        return settled(click)
+    except ValueError:  # not drawn yet
+        return False
 
 
 def agent_team(api: str, keys: list[str], stop, failures: list[str]) -> None:

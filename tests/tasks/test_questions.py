@@ -276,3 +276,42 @@ def test_an_answer_wakes_its_own_asker_across_server_processes(space, steward):
         for thread in threads:
             thread.join(30)
     assert answers[1].json()["state"] == answers[3].json()["state"] == "open"
+
+
+def test_a_deadline_racing_an_answer_closes_the_question_once(held, writer, steward):
+    """The sweep expiring a question at its deadline while its answer comes: one of them closes
+    it, the other finds it closed (409 question_closed, or nothing to expire)."""
+    from tasks.questions import expire_questions
+
+    question = ask(writer, expires_at=(timezone.now() + timedelta(hours=1)).isoformat()).json()
+    barrier = threading.Barrier(2)
+    outcome: dict[str, object] = {}
+
+    def sweep():
+        try:
+            barrier.wait()
+            outcome["expired"] = expire_questions(now=timezone.now() + timedelta(hours=2))
+        finally:
+            connection.close()
+
+    def answer():
+        try:
+            barrier.wait()
+            outcome["answer"] = steward.api.post(f"{S}/tasks/1/questions/{question['id']}/answer", {"body": "now"})
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=sweep), threading.Thread(target=answer)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    stored = Question.objects.get()
+    if stored.state == "answered":
+        assert outcome["answer"].status_code == 200 and outcome["expired"] == 0
+    else:
+        assert stored.state == "expired" and outcome["expired"] == 1
+        assert outcome["answer"].status_code == 409 and outcome["answer"].json()["question"]["state"] == "expired"
+    kinds = list(Event.objects.filter(type__in=["question.answered", "question.expired"]).values_list("type", flat=True))
+    assert len(kinds) == 1
+    assert Task.objects.get().status == "claimed"

@@ -381,6 +381,10 @@
     const card = data.card;
     document.getElementById("panel-title").textContent = "#" + card.number + " " + card.title;
     const body = document.getElementById("panel-body");
+    // What a person is typing (an answer, a message) outlives the panel's redraw when the task changes.
+    const typed = {};
+    body.querySelectorAll("input[id]").forEach(function (input) { typed[input.id] = input.value; });
+    const focused = body.contains(document.activeElement) ? document.activeElement.id : "";
     body.replaceChildren();
     const facts = document.getElementById("panel-facts");
     facts.replaceChildren();
@@ -429,6 +433,11 @@
     const admin = el("a", "admin-link", "Open in the admin");
     admin.href = data.admin_url;
     body.append(admin);
+    Object.entries(typed).forEach(function ([id, value]) {
+      const input = document.getElementById(id);
+      if (input) input.value = value;
+    });
+    if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
     actions(data);
   }
 
@@ -477,7 +486,12 @@
       const text = el("input");
       text.type = "text"; text.placeholder = "Write to the task's thread"; text.id = "message-text";
       text.setAttribute("aria-label", "message to the task's thread");
-      const send = button("Send", function () { if (text.value.trim()) run(card.number, "message", {body: text.value}); });
+      const send = button("Send", function () {
+        if (!text.value.trim()) return;
+        const body = text.value;
+        text.value = "";  // sent: the redraw after it starts with an empty box
+        run(card.number, "message", {body: body});
+      });
       send.id = "act-message";
       form.append(text, send);
       form.addEventListener("submit", function (event) { event.preventDefault(); send.click(); });
