@@ -118,9 +118,9 @@ async def listings(base: str, keys: dict[str, str]) -> dict[str, tuple[set[str],
     return found
 
 
-def test_a_keys_tool_list_is_what_its_role_may_call_in_under_10_kb_for_a_writer():
+def test_a_keys_tool_list_is_what_its_role_may_call_in_under_12_kb_for_a_writer():
     """What an agent's context pays for on every connection (issue: 19.7 KB for every key): a
-    reader is shown reads, a writer no steward's tools, in at most 10 KB; a tool not shown is still
+    reader is shown reads, a writer no steward's tools, in at most 12 KB (SPEC §23's annotations included); a tool not shown is still
     refused as over REST (403), and every schema says its arguments without pydantic's titles."""
     from commands.base import COMMANDS
 
@@ -137,7 +137,11 @@ def test_a_keys_tool_list_is_what_its_role_may_call_in_under_10_kb_for_a_writer(
     # an answer to stewards, and to a member a question is addressed to.
     assert stewards - writers == steward_only | {"approve_task", "refuse_task", "answer"}
     assert {"create_task", "next_task", "mark_done"} & readers == set() and {"get_task", "events"} <= readers
-    assert writer_bytes <= 10 * 1024, writer_bytes
+    assert writer_bytes <= 12 * 1024, writer_bytes  # SPEC §23's annotations cost about 1.5 KB of it
+    hints = {tool.name: tool.annotations for tool in listed.tools}
+    assert hints["get_task"].read_only_hint and hints["events"].read_only_hint
+    assert hints["create_task"].destructive_hint is False and hints["create_task"].idempotent_hint
+    assert hints["withdraw_task"].destructive_hint and hints["supersede_task"].destructive_hint
     assert refused[0][0] and json.loads(refused[0][1])["error"] == "forbidden"
     for tool in listed.tools:
         assert "title" not in tool.input_schema and all(

@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from pydantic import ValidationError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from common.refusals import DomainError, InvalidRequest
 from common.version import project_version
@@ -129,7 +129,7 @@ class SpacesServer(MCPServer):
     async def list_tools(self):
         """The tools the caller's role may call, each schema saying what ``call_tool`` enforces (no
         argument beyond its own) in as few bytes as say it: the listing is read into an agent's
-        context on every connection (a writer's is under 10 KB, tests/test_mcp.py)."""
+        context on every connection (a writer's is under 12 KB with its annotations, tests/test_mcp.py)."""
         caller = CALLER.get().member
         steward = role_refusal(caller, Role.STEWARD) is None
         approver = steward or await sync_to_async(approvals.awaits_decision_by, thread_sensitive=True)(caller)
@@ -193,6 +193,20 @@ server = SpacesServer(name="spaces", version=project_version(), log_level="WARNI
                                 "urgent ready one, deliver numbered attempts, check each other's.")
 
 
+# Tools that end or undo something of someone's (SPEC §23: a withdraw, reject or supersede is
+# destructive, a create is not).
+DESTRUCTIVE = frozenset({"withdraw_task", "reject_task", "supersede_task", "refuse_task", "reject_attempt",
+                         "release_slot"})
+
+
+def annotations_of(fn: Callable[..., dict]) -> ToolAnnotations:
+    """SPEC §23's hints: a tool without ``idempotency_key`` changes nothing (a read); one with it is
+    idempotent (the same call again replays its first answer, SPEC §7.1), destructive or not."""
+    if "idempotency_key" not in inspect.signature(fn).parameters:
+        return ToolAnnotations(read_only_hint=True)
+    return ToolAnnotations(destructive_hint=fn.__name__ in DESTRUCTIVE, idempotent_hint=True)
+
+
 def tool(fn: Callable[..., dict]) -> Callable[..., dict]:
     """Publish ``fn`` as a tool: its signature is the input schema, its docstring the description,
     an object its output. The SDK awaits it; the work runs in the request's own thread (Django's
@@ -202,7 +216,8 @@ def tool(fn: Callable[..., dict]) -> Callable[..., dict]:
         return await sync_to_async(answered, thread_sensitive=True)(fn, arguments)
 
     call.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
-    server.add_tool(call, name=fn.__name__, description=" ".join(inspect.getdoc(fn).split()), structured_output=True)
+    server.add_tool(call, name=fn.__name__, description=" ".join(inspect.getdoc(fn).split()), structured_output=True,
+                    annotations=annotations_of(fn))
     TOOLS[fn.__name__] = fn
     known = COMMANDS.get(fn.__name__)
     TOOL_ROLES[fn.__name__] = known.role if known is not None else Role.READER
