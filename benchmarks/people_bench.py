@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg  # noqa: E402
 
 from benchmarks.common import fresh_database, gunicorn, psycopg_dsn  # noqa: E402
-from benchmarks.live_bench import Agent, Waiters, committed, percentile, process_cpu_seconds, settle  # noqa: E402
+from benchmarks.events_bench import idle  # noqa: E402
+from benchmarks.live_bench import Agent, Waiters, percentile, settle  # noqa: E402
 
 WAIT = 60  # each ask waits this long for its answer: no wait ends while it is measured
 
@@ -70,16 +71,6 @@ class Askers:
             thread.join(WAIT + 10)
 
 
-def idle(master: int, url: str, seconds: float = 10.0) -> tuple[float, float]:
-    """The server's CPU (share of a core) and the database's statements a second, after a quiet
-    spell (a backend reports its counts up to 10 s late)."""
-    time.sleep(11)
-    cpu0, xact0, t0 = process_cpu_seconds(master), committed(url), time.monotonic()
-    time.sleep(seconds)
-    cpu1, xact1, t1 = process_cpu_seconds(master), committed(url), time.monotonic()
-    return (cpu1 - cpu0) / (t1 - t0), (xact1 - xact0 - 1) / (t1 - t0)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--askers", type=int, default=200)
@@ -109,7 +100,7 @@ def main() -> None:
     with gunicorn(url, workers=args.workers, shipped=True, processes=masters) as base:
         master = masters[0].pid
         print(f"== the shipped gunicorn.conf.py: {args.workers} workers; {args.askers} agents waiting")
-        alone = idle(master, url)
+        alone = idle(master, url, seconds=10)
         askers = Askers(base, ask_keys, "asking").__enter__()
         settle(args.askers)
         asked = idle(master, url, seconds=5)

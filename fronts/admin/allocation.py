@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from allocation import services
 from idempotency.services import expire_operations
+from fronts.admin.read_only import ReadOnlyAdmin
 from allocation.conflict_keys import task_target
 from allocation.models import (
     TASK_DELIVERY_MODE_CHOICES,
@@ -95,17 +96,6 @@ def scored_slots(space: Space, scores: list[dict], delivery_mode: str) -> list[d
         .values_list("target", "task__number")}
     return [{**score, "title": titles.get(score["work_item_id"], ""), "taken_by": taken.get(score["work_item_id"])}
             for score in scores]
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Reservation)

@@ -4,23 +4,11 @@ from __future__ import annotations
 from django.contrib import admin
 
 from costs.models import MonthSpend, Spend
-
-
-class ReadOnly(admin.ModelAdmin):
-    """Spend is written by the reports themselves (heartbeat, give-back, done), never by hand."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+from fronts.admin.read_only import ReadOnlyAdmin  # spend is written by the reports themselves
 
 
 @admin.register(MonthSpend)
-class MonthSpendAdmin(ReadOnly):
+class MonthSpendAdmin(ReadOnlyAdmin):
     list_display = ["space", "month", "usd", "input_tokens", "output_tokens", "threshold_at", "exhausted_at"]
     list_filter = ["space"]
     ordering = ["-month", "space"]
@@ -29,7 +17,7 @@ class MonthSpendAdmin(ReadOnly):
 
 
 @admin.register(Spend)
-class SpendAdmin(ReadOnly):
+class SpendAdmin(ReadOnlyAdmin):
     list_display = ["task", "member", "claim_id", "attempt_id", "model", "usd", "input_tokens", "output_tokens",
                     "seconds", "reported_at", "space"]
     list_filter = ["space", "model"]

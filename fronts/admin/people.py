@@ -5,24 +5,12 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from fronts.admin.read_only import ReadOnlyAdmin
 from tasks.models import Message, Question
 
 
-class ReadOnly(admin.ModelAdmin):
-    """Written by the commands only: no add, change or delete here."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-
 @admin.register(Question)
-class QuestionAdmin(ReadOnly):
+class QuestionAdmin(ReadOnlyAdmin):
     list_display = ["id", "task", "asker", "to", "addressee", "state", "created_at", "expires_at", "answered_by"]
     list_filter = ["state", "to", "space"]
     search_fields = ["body", "answer"]
@@ -33,7 +21,7 @@ class QuestionAdmin(ReadOnly):
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnly):
+class MessageAdmin(ReadOnlyAdmin):
     list_display = ["id", "task", "sender", "thread", "created_at"]
     list_filter = ["space"]
     search_fields = ["body", "thread"]

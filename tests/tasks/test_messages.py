@@ -88,7 +88,7 @@ def test_direct_messages_and_the_inbox(space, writer, writer2, outsider):
     assert writer2.api.get("/v1/inbox").json()["messages"] == []
 
 
-def test_the_inbox_holds_approvals_and_checks(space, writer, writer2, steward):
+def test_the_inbox_holds_the_approvals_a_member_may_give(space, writer, writer2, steward):
     proposal = writer.api.post(f"{S}/tasks", {"title": "Rotate the signing keys", "approval": True,
                                               "approver": writer2.member.pk}).json()
     assert [t["number"] for t in writer2.api.get("/v1/inbox").json()["approvals"]] == [proposal["number"]]
