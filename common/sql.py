@@ -250,3 +250,27 @@ class Trigger:
         cursor.execute("SELECT count(*) FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass "
                        "AND tgdeferrable = %s", [self.name, self.on, self.deferred])
         return (row[0] if row else None), cursor.fetchone()[0] == 1
+
+
+@dataclass(frozen=True)
+class SqlFunction:
+    """A rule the database keeps as an SQL function, defined beside its app's statements and
+    applied by a migration from there, like a ``Trigger``: ``name(arguments) RETURNS returns``,
+    written in ``language``, ``body`` its source."""
+
+    name: str
+    arguments: str
+    returns: str
+    body: str
+    language: str = "sql"
+    volatility: str = "STABLE"
+
+    def install_sql(self) -> str:
+        return (f"CREATE OR REPLACE FUNCTION {self.name}({self.arguments}) RETURNS {self.returns} "
+                f"LANGUAGE {self.language} {self.volatility} AS $${self.body}$$;")
+
+    def installed(self, cursor) -> str | None:
+        """The body the database runs under this name."""
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = %s", [self.name])
+        row = cursor.fetchone()
+        return row[0] if row else None

@@ -53,6 +53,7 @@ SPACE_TYPES = (
     "webhook.disabled", "budget.threshold", "budget.exhausted",
     "approval.requested", "approval.given", "approval.refused",
     "question.asked", "question.answered", "question.expired", "question.withdrawn", "message.posted",
+    "routine.fired", "routine.skipped",
 )
 
 

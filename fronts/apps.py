@@ -17,7 +17,7 @@ class FrontsConfig(AppConfig):
         user_login_failed.connect(count_failed_login, dispatch_uid="spaces.count_failed_login")
         # GET /v1/reference's sections, each described from the code it documents. (The reissuers
         # of secret-bearing answers register with the apps whose commands answer them.)
-        from fronts.reference import a2a, agents, allocation, cost, events, people, tasks  # noqa: F401
+        from fronts.reference import a2a, agents, allocation, cost, events, fleet, people, tasks  # noqa: F401
         # /v1/schema documents the API key scheme (a drf-spectacular extension registers when loaded).
         from fronts.rest import auth_schema  # noqa: F401
         # An A2A push config's deliveries are rendered by the A2A front (webhooks.formats).

@@ -15,7 +15,7 @@ from allocation.models import TASK_DELIVERY_MODE_CHOICES
 from common.refusals import InvalidRequest
 from spaces.catalog import WORK_ITEM_ID_PATTERN, normalize_work_item_id
 from tasks import selectors
-from tasks.filters import NEXT_ORDER, blocked, ready_condition
+from tasks.filters import blocked, next_order, ready_condition
 from tasks.models import LABEL_INPUT_PATTERN, LABEL_PATTERN, PRIORITIES, Task, TaskStatus
 from tasks.search import text_match, text_query
 from tasks.status import shown_in, with_shown_status
@@ -120,7 +120,7 @@ class TaskFilter(django_filters.FilterSet):
     def filter_order(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         """``order=next``: the order ``next`` takes tasks (with ``ready=true``, the tasks it would
         hand out, in turn); ``number`` (the default) by number."""
-        return qs.order_by(*NEXT_ORDER) if value == "next" else qs
+        return qs.order_by(*next_order(self.space.priority_aging_minutes)) if value == "next" else qs
 
     def filter_q(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         """PostgreSQL full-text search over title and body, best match first, then by number."""

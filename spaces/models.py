@@ -26,6 +26,10 @@ SPACE_SETTINGS = (
     "budget_usd",
     "approval_required",
     "checks_by",
+    "max_claims_per_member",
+    "label_caps",
+    "priority_aging_minutes",
+    "max_cycles",
 )
 
 
@@ -77,6 +81,11 @@ class Space(models.Model):
     # SPEC §21: people in the loop.
     approval_required = models.CharField(max_length=16, choices=ApprovalRequired.choices, default=ApprovalRequired.NONE)
     checks_by = models.CharField(max_length=8, choices=ChecksBy.choices, default=ChecksBy.ANY)
+    # SPEC §22: fleet controls. The caps are kept by the database (tasks.sql.claim_caps).
+    max_claims_per_member = models.PositiveSmallIntegerField(null=True, blank=True)
+    label_caps = models.JSONField(default=dict, blank=True)  # {"label": most live claims on its tasks}
+    priority_aging_minutes = models.PositiveIntegerField(null=True, blank=True)
+    max_cycles = models.PositiveSmallIntegerField(null=True, blank=True)  # setbacks before a task is parked
     # Bumped in the transaction of every catalog change: server processes compare it to
     # decide whether their in-memory bind index is still current.
     catalog_version = models.PositiveBigIntegerField(default=0)
@@ -116,6 +125,14 @@ class Space(models.Model):
             models.CheckConstraint(condition=Q(approval_required__in=ApprovalRequired.values),
                                    name="space_approval_required_valid"),
             models.CheckConstraint(condition=Q(checks_by__in=ChecksBy.values), name="space_checks_by_valid"),
+            models.CheckConstraint(condition=Q(max_claims_per_member__isnull=True)
+                                   | Q(max_claims_per_member__gte=1, max_claims_per_member__lte=1000),
+                                   name="space_max_claims_per_member_1_1000"),
+            models.CheckConstraint(condition=Q(priority_aging_minutes__isnull=True)
+                                   | Q(priority_aging_minutes__gte=1, priority_aging_minutes__lte=43200),
+                                   name="space_priority_aging_1_43200"),
+            models.CheckConstraint(condition=Q(max_cycles__isnull=True) | Q(max_cycles__gte=1, max_cycles__lte=100),
+                                   name="space_max_cycles_1_100"),
         ]
 
     def __str__(self) -> str:

@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import copy
+import re
 
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from spaces.catalog import MAX_ALIASES, MAX_TITLE, WORK_ITEM_ID_PATTERN
 from spaces.models import (
     SPACE_SETTINGS, ApiKey, ApprovalRequired, CharterItem, ChecksBy, JoinLink, Member, MemberKind, Post, Role, Space,
 )
+
+from tasks.models import LABEL_INPUT_PATTERN, LABEL_PATTERN
 
 MAX_BODY = 64 * 1024  # SPEC §3: a task, post or note body is at most 64 KiB
 
@@ -113,8 +117,39 @@ class WorkItemIdField(StrictCharField):
         super().__init__(max_length=32, trim_whitespace=False, **kwargs)
 
 
+MAX_LABEL_CAPS = 50
+
+
+@extend_schema_field({"type": "object", "maxProperties": MAX_LABEL_CAPS,
+                     "propertyNames": {"pattern": LABEL_INPUT_PATTERN},
+                     "additionalProperties": {"type": "integer", "minimum": 1, "maximum": 10000}})
+class LabelCapsField(serializers.Field):
+    """SPEC §22 ``label_caps``: ``{"label": N}``, at most N live claims on tasks carrying the
+    label; ``{}`` caps nothing. Labels are lower-cased as everywhere."""
+
+    default_error_messages = {
+        "invalid": "Must be an object of label: most live claims (an integer from 1 to 10000).",
+        "label": "Each label is 1-40 characters of a-z, 0-9, '.', '_', ':' or '-'.",
+        "too_many": f"At most {MAX_LABEL_CAPS} labels.",
+    }
+    pattern = re.compile(LABEL_PATTERN)
+
+    def to_internal_value(self, data) -> dict[str, int]:
+        if not isinstance(data, dict) or any(type(n) is not int or not 1 <= n <= 10000 for n in data.values()):
+            self.fail("invalid")
+        if any(not self.pattern.fullmatch(str(label).lower()) for label in data):
+            self.fail("label")
+        if len(data) > MAX_LABEL_CAPS:
+            self.fail("too_many")
+        return {str(label).lower(): n for label, n in sorted(data.items())}
+
+    def to_representation(self, value) -> dict[str, int]:
+        return dict(value)
+
+
 class SpaceSerializer(serializers.ModelSerializer):
     budget_usd = serializers.FloatField(allow_null=True, read_only=True)  # a JSON number (SPEC §3)
+    label_caps = LabelCapsField(read_only=True)
 
     class Meta:
         model = Space
@@ -139,6 +174,14 @@ class SpaceUpdateSerializer(StrictInputSerializer):
                                           allow_null=True, coerce_to_string=False)  # SPEC §19
     approval_required = serializers.ChoiceField(choices=ApprovalRequired.choices, required=False)  # SPEC §21
     checks_by = serializers.ChoiceField(choices=ChecksBy.choices, required=False)  # SPEC §21
+    # SPEC §22: fleet controls (null: off).
+    max_claims_per_member = serializers.IntegerField(min_value=1, max_value=1000, required=False, allow_null=True)
+    label_caps = LabelCapsField(required=False, allow_null=True)  # null: {} (no caps)
+    priority_aging_minutes = serializers.IntegerField(min_value=1, max_value=43200, required=False, allow_null=True)
+    max_cycles = serializers.IntegerField(min_value=1, max_value=100, required=False, allow_null=True)
+
+    def validate_label_caps(self, value: dict | None) -> dict:
+        return value or {}
 
 
 class KeySerializer(serializers.ModelSerializer):

@@ -104,6 +104,12 @@ def readable(command: str, result: Any) -> str:
         return "\n".join(describe_event(e) for e in result["events"]) or f"no events after {result['next']}"
     if command == "webhooks":
         return webhooks_readable(result)
+    if command == "routines":
+        if result is None:
+            return "removed"
+        return "\n".join(map(describe_routine, result.get("results", [result]))) or "no routines"
+    if command == "unpark":
+        return f"unparked {describe_task(result)}"
     if command == "bind":
         scores = ", ".join(f"{s['work_item_id']} {s['jaccard']}" for s in result["scores"] if s["value"] > 0)
         return f"binds to {result['work_item_id'] or 'no slot (title fallback)'}; {scores or 'no scores'}"
@@ -320,6 +326,26 @@ def build_parser() -> argparse.ArgumentParser:
     w = hooks.add_parser("retry", help="send a failed delivery again")
     w.add_argument("webhook", type=int)
     w.add_argument("delivery", type=int)
+    p = sub.add_parser("unpark", help="a steward puts a parked task back in the queue: spaces unpark 5")
+    p.add_argument("number", type=int)
+    p = sub.add_parser("routines", help="work made each period of a schedule: spaces routines add 'Audit the "
+                                        "dependencies' --schedule '0 9 * * 1' --timezone Europe/Paris")
+    routine = p.add_subparsers(dest="routines_action", metavar="ACTION")
+    routine.add_parser("list", help="the space's routines and when each runs next (the default)")
+    r = routine.add_parser("add", help="a steward's routine: its task is made once each period by the sweep")
+    r.add_argument("title")
+    r.add_argument("--schedule", required=True, metavar="CRON", help="five cron fields, e.g. '0 9 * * 1'")
+    r.add_argument("--timezone", metavar="ZONE", help="IANA time zone of the schedule (default UTC)")
+    r.add_argument("--body")
+    r.add_argument("--work-item-id", metavar="SLOT")
+    r.add_argument("--overlap", choices=["skip", "allow"],
+                   help="skip (default): no new task while the last one is live; allow: one each period")
+    r.add_argument("--catch-up", choices=["latest", "none"],
+                   help="after downtime: latest (default) makes the latest missed period's task; none makes none")
+    add_graph_options(r)
+    for action, what in (("pause", "stop making its tasks"), ("resume", "make its tasks again, from the next "
+                                                                        "period"), ("remove", "delete it")):
+        routine.add_parser(action, help=what).add_argument("routine", type=int)
     return parser
 
 
@@ -373,6 +399,8 @@ def call(client: SpacesClient, args: argparse.Namespace) -> Any:
         "notifications": lambda: client.notifications(unread=args.unread),
         "events": lambda: client.events(after=args.after, types=args.types),
         "webhooks": lambda: webhooks_call(client, args),
+        "unpark": lambda: client.unpark(args.number),
+        "routines": lambda: routines_call(client, args),
     }
     return actions[args.command]()
 
@@ -382,6 +410,25 @@ def read_inbox(client: SpacesClient, mark_read: bool) -> dict:
     if mark_read and inbox["messages"]:
         client.inbox_read([m["id"] for m in inbox["messages"]])
     return inbox
+
+
+def routines_call(client: SpacesClient, args: argparse.Namespace) -> Any:
+    action = args.routines_action or "list"
+    if action == "list":
+        return client.routines()
+    if action == "add":
+        return client.add_routine(args.title, args.schedule, **given(
+            timezone=args.timezone, body=args.body, work_item_id=args.work_item_id, overlap=args.overlap,
+            catch_up=args.catch_up, priority=args.priority, labels=args.labels))
+    if action == "remove":
+        return client.remove_routine(args.routine)
+    return client.update_routine(args.routine, enabled=action == "resume")
+
+
+def describe_routine(r: dict) -> str:
+    runs = f"next {r['next_run_at']}" if r["enabled"] else "paused"
+    last = f", last task {r['last_task']}" if r["last_task"] else ""
+    return f"routine {r['id']} {one_line(r['title'])!r}  {r['schedule']} {r['timezone']}  {runs}{last}"
 
 
 def webhooks_call(client: SpacesClient, args: argparse.Namespace) -> Any:

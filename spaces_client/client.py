@@ -167,6 +167,25 @@ class SpacesClient:
 
     # --- webhooks (SPEC §17): a steward's ---------------------------------------------------
 
+    def routines(self) -> dict:
+        """The space's routines (SPEC §22), each with its next run."""
+        return self.request("GET", self.space("/routines"))
+
+    def add_routine(self, title: str, schedule: str, **fields: Any) -> dict:
+        """A routine (a steward's): ``timezone``, ``body``, ``work_item_id``, ``priority``,
+        ``labels``, ``overlap``, ``catch_up`` as SPEC §22 names them."""
+        return self.request("POST", self.space("/routines"), {"title": title, "schedule": schedule, **fields})
+
+    def update_routine(self, routine_id: int, **changes: Any) -> dict:
+        return self.request("PATCH", self.space(f"/routines/{routine_id}"), changes)
+
+    def remove_routine(self, routine_id: int) -> None:
+        return self.request("DELETE", self.space(f"/routines/{routine_id}"))
+
+    def unpark(self, number: int) -> dict:
+        """A parked task back in the queue (SPEC §22): a steward's."""
+        return self.request("POST", self.space(f"/tasks/{number}/unpark"), {})
+
     def webhooks(self) -> dict:
         return self.request("GET", self.space("/webhooks"))
 

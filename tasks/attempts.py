@@ -15,7 +15,7 @@ from costs import services as costs
 from costs.services import Cost
 from spaces.models import ChecksBy, Member, MemberKind, Post, Space
 from spaces.selectors import as_int
-from tasks import errors, graph, wakeups
+from tasks import errors, graph, parking, wakeups
 from tasks.claims import end_claims
 from tasks.lifecycle import (
     check_task_live,
@@ -234,7 +234,8 @@ def reopen(*, task: Task, rejected: Attempt, actor: Member) -> dict:
     task.save(update_fields=["cycle", "status", "updated_at"])
     record_event(task=task, kind=EventKind.REOPENED, actor=actor, **details)
     notify(members=affected, kind=NotificationKind.TASK_REOPENED, task=task, **details)
-    wakeups.work_ready(task.space_id)
+    if not parking.set_back(task):
+        wakeups.work_ready(task.space_id)
     return details
 
 

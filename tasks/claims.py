@@ -14,14 +14,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from functools import cache
 
-from django.db import IntegrityError, connection, transaction
+from contextlib import nullcontext
+
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from common.refusals import InvalidRequest
 from costs import services as costs
 from costs.services import Cost
 from spaces.models import Member, Role, Space
-from tasks import errors, graph, sql, wakeups
+from tasks import caps, errors, graph, parking, sql, wakeups
 from tasks.lifecycle import (
     check_task_live,
     check_task_workable,
@@ -63,6 +65,11 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
     except IntegrityError:
         # claim_one_live_per_member_task: this member already holds the task.
         return live_claims(task).get(member=member)
+    except DatabaseError as error:
+        reached = caps.cap_reached(error)
+        if reached is None:
+            raise
+        raise (member_at_cap(task.space, member) if reached.which == "member" else label_at_cap(task)) from None
     kind = {ClaimOrigin.NEXT: EventKind.CLAIMED, ClaimOrigin.JOIN: EventKind.JOINED}.get(origin, EventKind.ASSIGNED)
     record_event(task=task, kind=kind, actor=actor or member, member=member.pk, claim=claim.pk,
                  expires_at=claim.expires_at.isoformat(), cycle=task.cycle)
@@ -100,18 +107,34 @@ def claim_next_task(*, space: Space, member: Member,
     queueing behind it, and the partial index task_open_by_priority keeps the search small
     however many tasks have finished.
     """
-    statement, task_attnames = sql.claim_next()
+    refuse_member_at_cap(space, member)
+    aging = space.priority_aging_minutes
+    statement, task_attnames = sql.claim_next(aging=aging is not None)
+    parameters = {"aging": aging} if aging is not None else {}
+    capped = space.max_claims_per_member is not None or bool(space.label_caps)
     for _ in range(NEXT_ROUNDS):
         now = timezone.now()
         expires_at = claim_expiry(space, now)
-        with connection.cursor() as cursor:
-            statement.run(cursor, {"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
-                                   "expires_iso": expires_at.isoformat(), "labels": list(labels)})
-            due, *row = cursor.fetchone()
+        parameters.update({"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
+                           "expires_iso": expires_at.isoformat(), "labels": list(labels)})
+        try:
+            # Under caps the claim's trigger may refuse it: in a savepoint, so the unit goes on.
+            with transaction.atomic() if capped else nullcontext(), connection.cursor() as cursor:
+                statement.run(cursor, parameters)
+                due, *row = cursor.fetchone()
+        except DatabaseError as error:
+            reached = caps.cap_reached(error)
+            if reached is None:
+                raise
+            if reached.which == "member":
+                raise member_at_cap(space, member) from None
+            continue  # a label's last place went to another claim a moment before: look again
         if due:
             return LAPSES_DUE
         if row[0] is not None or not ready_once_unlocked(space=space, labels=labels):
             break
+    else:
+        return None
     if row[0] is None:
         return None
     claim_id, creator_name, blocks = row[0], row[1], row[2]
@@ -130,6 +153,35 @@ def claim_next_task(*, space: Space, member: Member,
     return task, claim
 
 
+def member_at_cap(space: Space, member: Member) -> errors.ClaimCap:
+    """SPEC §22: the refusal of a claim by a member holding its cap of live claims, naming them."""
+    held = list(Claim.objects.filter(Claim.live(timezone.now()), space_id=space.pk, member=member)
+                .order_by("task__number").values_list("task__number", "expires_at"))
+    return errors.ClaimCap(
+        f"You hold {len(held)} live claims, the most a member may hold in this space: finish or give one back "
+        "before you take another.", max_claims_per_member=space.max_claims_per_member,
+        claims=[{"task": number, "expires_at": expires.isoformat()} for number, expires in held])
+
+
+def label_at_cap(task: Task) -> errors.ClaimCap:
+    """SPEC §22: the refusal of a claim on a task one of whose labels holds its cap of live claims."""
+    full = sorted(set(task.labels) & set(task.space.label_caps))
+    return errors.ClaimCap(
+        f"Task {task.number} carries a label at its cap of live claims ({', '.join(full)}): it can be claimed once "
+        "one of them ends.", label_caps={label: task.space.label_caps[label] for label in full})
+
+
+def refuse_member_at_cap(space: Space, member: Member) -> None:
+    """A member at its cap is refused before ``next`` looks for work (the trigger holds the cap
+    in a race; this asks the same function, so an empty queue does not hide the refusal)."""
+    if space.max_claims_per_member is None:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(sql.member_at_cap_sql(), [space.pk, member.pk])
+        if cursor.fetchone()[0]:
+            raise member_at_cap(space, member)
+
+
 def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:
     """Whether the ready queue still has a task once the rows it holds are free: asked when the
     claim statement found none. SKIP LOCKED passes over a row another transaction holds, and not
@@ -143,7 +195,7 @@ def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:
     and PostgreSQL lets go of a row lock when the savepoint it was taken in is rolled back. A
     ``next`` that kept the row of one round while it waited in the next round could wait for
     another that waits for it (lock order: commands.unit)."""
-    queue = ready_queue(space.pk, labels).select_for_update(of=("self",), no_key=True)
+    queue = ready_queue(space.pk, labels).order_by().select_for_update(of=("self",), no_key=True)
     waited = transaction.savepoint()
     try:
         return queue.values_list("pk", flat=True).first() is not None
@@ -201,7 +253,8 @@ def give_back(*, task: Task, member: Member, cost: Cost | None = None) -> tuple[
         if cost is not None:
             costs.report(space=task.space, task_id=task.pk, member_id=member.pk, claim_id=claim.pk, cost=cost)
         record_event(task=task, kind=EventKind.GIVEN_BACK, actor=member, claim=claim.pk, cycle=claim.cycle)
-        if recompute_status(task) == TaskStatus.OPEN:
+        recompute_status(task)
+        if not parking.set_back(task) and task.status == TaskStatus.OPEN:
             wakeups.work_ready(task.space_id)
         claim.refresh_from_db()
         return task, claim

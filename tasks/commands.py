@@ -8,11 +8,15 @@ through REST and MCP and compares the answers.
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from allocation import services as allocation
+from django.db import IntegrityError
+from django.utils import timezone as django_timezone
+
 from allocation.serializers import BindSerializer, HoldSerializer
-from commands.unit import UnitOfWork
+from commands.unit import UnitOfWork, in_unit
 from common.refusals import DomainError, NotFound
 from costs.services import Cost, check_space_budget
 from spaces.models import Member, Role, Space
@@ -20,12 +24,16 @@ from spaces.catalog import normalize_work_item_id
 from commands.base import Command, Reply, command, validated
 from spaces.selectors import get_member
 from tasks import (
-    approvals, attempts, claims, graph, inbox, lapses, lifecycle, messages, questions, selectors, services,
+    approvals, attempts, claims, graph, inbox, lapses, lifecycle, messages, parking, questions, routines, selectors,
+    services,
     similarity, stewardship, waiting,
 )
 from tasks.errors import SurvivorInvalid
-from tasks.models import Claim, Question, QuestionState, Task
+from tasks.models import Claim, Question, QuestionState, Routine, Task
 from tasks.serializers import (
+    RoutineCreateSerializer,
+    RoutineSerializer,
+    RoutineUpdateSerializer,
     AnswerSerializer,
     AskSerializer,
     AssignSerializer,
@@ -317,6 +325,15 @@ def refuse_task(member: Member, *, unit: UnitOfWork, number: object, reason: str
     return Reply(200, task_body(task))
 
 
+# --- Dead letters (SPEC §22) -----------------------------------------------------------------
+
+
+@command("unpark_task", Role.STEWARD)
+def unpark_task(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
+    task = parking.unpark(task=selectors.get_task(space=member.space, number=number), actor=member)
+    return Reply(200, task_body(task))
+
+
 # --- Questions, messages and the inbox (SPEC §21) ---------------------------------------------
 
 
@@ -499,3 +516,91 @@ def release_slot(member: Member, *, unit: UnitOfWork, work_item_id: object) -> R
     if slot is None or not allocation.release_slot(space=member.space, work_item_id=slot):
         raise NotFound(f"Slot {(slot or raw)[:40]} is not held.")
     return Reply(200, {"work_item_id": slot, "released": True})
+
+
+# --- Routines (SPEC §22) ---------------------------------------------------------------------
+# A steward makes, changes and deletes routines; any member reads them. ``sweep`` fires the due
+# ones: each period is a unit of work of its own that runs the create command as the routine's
+# steward and writes the period's run in the same transaction (tasks.routines).
+
+
+def routine_body(routine: Routine) -> dict:
+    routine.last_task = routines.last_tasks([routine]).get(routine.pk)
+    return RoutineSerializer(routine).data
+
+
+@command("create_routine", Role.STEWARD, input=RoutineCreateSerializer)
+def create_routine(member: Member, *, unit: UnitOfWork, timezone: str, **data: Any) -> Reply:
+    routine = routines.create_routine(space=member.space, actor=member, timezone_name=timezone, **data)
+    return Reply(201, routine_body(routine))
+
+
+@command("update_routine", Role.STEWARD, input=RoutineUpdateSerializer)
+def update_routine(member: Member, *, unit: UnitOfWork, routine: object, **changes: Any) -> Reply:
+    if "timezone" in changes:
+        changes["timezone_name"] = changes.pop("timezone")
+    return Reply(200, routine_body(routines.update_routine(space=member.space, routine_id=routine, **changes)))
+
+
+@command("delete_routine", Role.STEWARD)
+def delete_routine(member: Member, *, unit: UnitOfWork, routine: object) -> Reply:
+    """Delete a routine (the tasks it made stay). REST answers ``204``."""
+    return Reply(200, {"id": routines.delete_routine(space=member.space, routine_id=routine), "deleted": True})
+
+
+def _list_routines(member: Member, *, unit: None) -> Reply:
+    listed = list(Routine.objects.filter(space=member.space).order_by("pk")[:500])
+    last = routines.last_tasks(listed)
+    for routine in listed:
+        routine.last_task = last.get(routine.pk)
+    return Reply(200, {"results": RoutineSerializer(listed, many=True).data})
+
+
+LIST_ROUTINES = Command("list_routines", Role.READER, _list_routines, mutates=False)
+
+
+def _get_routine(member: Member, *, unit: None, routine: object) -> Reply:
+    return Reply(200, routine_body(routines.get_routine(space=member.space, routine_id=routine)))
+
+
+GET_ROUTINE = Command("get_routine", Role.READER, _get_routine, mutates=False)
+
+
+def fire_due_routines(*, now: datetime | None = None, dry_run: bool = False) -> int:
+    """Fire every routine whose next run has come; how many periods made a task. Safe from any
+    number of processes at once: each passes by a routine another is firing, and a period is one
+    ``RoutineRun`` (unique), written with its task."""
+    now = now or django_timezone.now()
+    if dry_run:
+        return routines.due(now).count()
+    made = 0
+    for routine_id in list(routines.due(now).values_list("pk", flat=True)[:1000]):
+        with routines.firing(routine_id) as mine:
+            found = routines.due_period(routine_id, now) if mine else None
+            if found is None:
+                continue
+            routine, period, to_make = found
+            try:
+                made += in_unit(fire_period, routine=routine, period=period, make=to_make)
+            except IntegrityError:  # routine_run_once_a_period: another sweep made it; this unit is undone
+                pass
+            routines.advance(routine, period, now)
+    return made
+
+
+def fire_period(*, unit: UnitOfWork, routine: Routine, period: datetime, make: bool) -> int:
+    """One period of a routine: its task by the create command, or why not, with its run."""
+    actor = routine.created_by
+    if not make:
+        routines.skipped(routine, period, "missed: nothing swept when its period began")
+        return 0
+    if actor is None:
+        routines.skipped(routine, period, "its steward is no longer a member")
+        return 0
+    try:
+        reply = create_task(actor, unit=unit, data=routines.task_input(routine, period))
+    except DomainError as refusal:
+        routines.skipped(routine, period, refusal.detail, winner=refusal.extra.get("winner"))
+        return 0
+    routines.fired(routine, period, Task.objects.get(space_id=routine.space_id, number=reply.body["id"]))
+    return 1

@@ -154,6 +154,21 @@ class TaskNotProposed(DomainError):
                "`task_status` says what it is.")
 
 
+class TaskNotParked(DomainError):
+    code = "task_not_parked"
+    http_status = 409
+    title = "Task not parked"
+    meaning = "Only a parked task is unparked (SPEC §22); `task_status` says what the task is."
+
+
+class ClaimCap(DomainError):
+    code = "claim_cap"
+    http_status = 409
+    title = "Claim cap reached"
+    meaning = ("You hold as many live claims as this space lets one member hold (max_claims_per_member, SPEC §22): "
+               "finish or give back one first; `claims` names them.")
+
+
 class PersonCheckRequired(DomainError):
     code = "person_check_required"
     http_status = 403

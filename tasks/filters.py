@@ -4,10 +4,15 @@ claims, the board and the list filters share (the list's query-string filters ar
 from datetime import datetime
 
 from django.contrib.postgres.fields import ArrayField
-from django.db.models import CharField, Exists, OuterRef, Q, QuerySet, Value
+from django.db.models import (
+    CharField, DateTimeField, DurationField, Exists, ExpressionWrapper, F, FloatField, Func, IntegerField, OuterRef, Q,
+    QuerySet, Subquery, Value,
+)
+from django.db.models.functions import Extract, Floor, Greatest
 
 from costs.selectors import within_budget
-from tasks.models import Dependency, Task, TaskStatus
+from tasks import caps
+from tasks.models import PRIORITIES, Dependency, Task, TaskStatus
 from tasks.status import shown_as
 
 
@@ -28,9 +33,60 @@ def ready_condition(now: datetime | None = None) -> Q:
 NEXT_ORDER = ("priority", "number")  # the most urgent first, then the oldest (SPEC §13)
 
 
-def ready_queue(space_id: int, labels: list[str]) -> QuerySet:
-    """The space's ready tasks carrying every one of ``labels``, in the order ``next`` takes them.
-    ``labels`` is one array parameter (not one per label), so a compiled statement fits any list."""
+def statement_time() -> Func:
+    """The statement's start: later than any ``open_since`` the statement can see (a task opened by
+    a transaction that committed before it began), as the transaction's start is not."""
+    return Func(template="statement_timestamp()", output_field=DateTimeField())
+
+
+def effective_priority(aging_minutes) -> Func:
+    """SPEC §22 priority aging: a task's priority, better by one for every ``aging_minutes`` it
+    has been open, never past 0. ``aging_minutes`` is an expression (a statement's parameter)."""
+    open_for = Extract(ExpressionWrapper(statement_time() - F("open_since"), output_field=DurationField()), "epoch",
+                       output_field=FloatField())
+    steps = Floor(open_for / (aging_minutes * Value(60.0)), output_field=IntegerField())
+    return Greatest(Value(0), F("priority") - steps, output_field=IntegerField())
+
+
+def ready_queue(space_id: int, labels: list[str], *, aging_minutes=None) -> QuerySet:
+    """The space's ready tasks carrying every one of ``labels`` and none whose claim cap is
+    reached (SPEC §22), in the order ``next`` takes them: by priority, or with
+    ``aging_minutes`` (an expression: the space's setting) by the effective priority, then the
+    number. ``labels`` is one array parameter (not one per label), so a compiled statement fits
+    any list."""
     wanted = Value(list(labels), output_field=ArrayField(CharField()))
-    return (Task.objects.filter(space_id=space_id, labels__contains=wanted).filter(ready_condition())
-            .filter(within_budget()).order_by(*NEXT_ORDER))
+    queue = (Task.objects.filter(space_id=space_id, labels__contains=wanted).filter(ready_condition())
+             .filter(within_budget()).filter(caps.not_full(space_id)))
+    return queue.order_by(*next_order(aging_minutes))
+
+
+AGED_CANDIDATES = 16  # of each priority, more than the agents a space has taking work at once
+
+
+def aged_heads(space_id: int, labels: list[str], aging_minutes, *, where=Q()) -> list[QuerySet]:
+    """The head of the aged queue, found without reading all of it: for each priority, its ready
+    tasks at the best effective priority any of them has now (the oldest one's, since within a
+    priority the effective one only improves with age), lowest numbers first, at most
+    ``AGED_CANDIDATES``, with ``eff`` and ``number``. The queue's first task, in ``next_order``,
+    is the first of them all by (eff, number) — and so is the first not locked, while fewer
+    than ``AGED_CANDIDATES`` of a priority's are locked. Each is two index reads (the oldest by
+    ``task_open_by_age``, then by number), however many tasks are open. ``where``: a further
+    condition on the tasks (``next``'s: no claim of the space is due)."""
+    heads = []
+    for priority in PRIORITIES:
+        queue = (ready_queue(space_id, labels).filter(where, priority=priority)
+                 .alias(eff=effective_priority(aging_minutes)))
+        best = queue.order_by("open_since").annotate(best=effective_priority(aging_minutes)).values("best")[:1]
+        heads.append(queue.filter(eff__lte=Subquery(best)).annotate(eff=effective_priority(aging_minutes))
+                     .order_by("number").values("id", "eff", "number")[:AGED_CANDIDATES])
+    return heads
+
+
+def next_order(aging_minutes=None) -> list:
+    """The order ``next`` takes ready tasks in (SPEC §13, §22): priority (the effective one when
+    ``aging_minutes``, a number or an expression, is set), then number."""
+    if aging_minutes is None:
+        return list(NEXT_ORDER)
+    if not hasattr(aging_minutes, "resolve_expression"):
+        aging_minutes = Value(aging_minutes)
+    return [effective_priority(aging_minutes).asc(), "number"]

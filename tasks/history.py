@@ -37,6 +37,8 @@ SENTENCES = {
     "answered": "answered question {question}",
     "question_expired": "question {question} expired unanswered",
     "unasked": "withdrew question {question}",
+    "parked": "parked it after {setbacks} setbacks",
+    "unparked": "put it back in the queue",
 }
 VERDICTS = {"confirm": "confirmed", "reject": "rejected"}
 MEMBER_FIELDS = ("member", "held_by")

@@ -21,7 +21,7 @@ from django.db.models import DateTimeField, ExpressionWrapper, F, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from tasks import wakeups
+from tasks import parking, wakeups
 from telemetry import counters
 from tasks.lifecycle import notify, recompute_status, record_event
 from tasks.models import Claim, ClaimEnd, EventKind, NotificationKind, Task
@@ -67,7 +67,8 @@ def lapse_due(*, space_id: int | None = None, task: Task | None = None, now: dat
             if ended:
                 counters.LAPSES.inc(ended)
                 recompute_status(current)
-                wakeups.work_ready(current.space_id)
+                if not parking.set_back(current, count=ended):
+                    wakeups.work_ready(current.space_id)  # (a parked task is no work)
                 lapsed += ended
     return lapsed
 

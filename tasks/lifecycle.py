@@ -74,8 +74,9 @@ def recompute_status(task: Task) -> str:
     so no other pays a query for it); in_review while an attempt waits; assigned or claimed
     while someone holds it; else open.
     """
-    if task.status not in LIVE_STATUSES or task.status == TaskStatus.PROPOSED:
-        return task.status  # a proposal waits for its decision (SPEC §21), whatever else happens
+    if task.status not in LIVE_STATUSES or task.status in (TaskStatus.PROPOSED, TaskStatus.PARKED):
+        # A proposal waits for its decision (SPEC §21), a parked task for a steward (SPEC §22).
+        return task.status
     if task.status == TaskStatus.WAITING and task.questions.filter(
             space_id=task.space_id, state=QuestionState.OPEN).exists():
         return task.status
@@ -135,6 +136,9 @@ def check_task_workable(task: Task) -> None:
     if task.status == TaskStatus.PROPOSED:
         raise errors.TaskNotOpen(f"Task {task.number} is proposed: it waits for an approval before anyone works "
                                  "on it.", task_status=task.status)
+    if task.status == TaskStatus.PARKED:
+        raise errors.TaskNotOpen(f"Task {task.number} is parked: it was set back {task.setbacks} times; a steward "
+                                 "unparks or withdraws it.", task_status=task.status)
     if task.status == TaskStatus.WAITING:
         raise errors.TaskNotOpen(f"Task {task.number} is waiting for the answer to a question; work on it goes on "
                                  "once it is answered.", task_status=task.status)

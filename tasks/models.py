@@ -23,6 +23,7 @@ from allocation.models import (
 class TaskStatus(models.TextChoices):
     PROPOSED = "proposed"  # SPEC §21: waits for an approval; occupies its key, not ready
     WAITING = "waiting"  # SPEC §21: a question on it is open; occupies its key, not ready
+    PARKED = "parked"  # SPEC §22: set back max_cycles times; occupies its key, not ready, until unparked
     OPEN = "open"
     CLAIMED = "claimed"
     ASSIGNED = "assigned"
@@ -34,7 +35,7 @@ class TaskStatus(models.TextChoices):
 
 
 # SPEC §4.4: these statuses occupy the task's conflict key; the others free it.
-LIVE_STATUSES = (TaskStatus.PROPOSED, TaskStatus.WAITING, TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.IN_REVIEW)
+LIVE_STATUSES = (TaskStatus.PROPOSED, TaskStatus.WAITING, TaskStatus.PARKED, TaskStatus.OPEN, TaskStatus.CLAIMED, TaskStatus.ASSIGNED, TaskStatus.IN_REVIEW)
 TERMINAL_STATUSES = (TaskStatus.DONE, TaskStatus.REJECTED, TaskStatus.WITHDRAWN, TaskStatus.SUPERSEDED)
 
 # SPEC §13: 0 is the most urgent.
@@ -88,6 +89,11 @@ class Task(models.Model):
     )
     # The title's terms for similar tasks (SPEC §16, tasks.similarity.terms), set at create.
     title_terms = ArrayField(models.TextField(), default=list, blank=True, editable=False)
+    # SPEC §22: rejected cycles, lapsed and given-back claims since it was created or unparked.
+    setbacks = models.PositiveSmallIntegerField(default=0)
+    # When it last became open (SPEC §22 priority aging): set by the database on every path that
+    # opens a task (tasks.sql.open_since).
+    open_since = models.DateTimeField(default=timezone.now)
 
     objects = TaskManager()
 
@@ -107,6 +113,9 @@ class Task(models.Model):
             # `next` reads the most urgent open task of a space: keep that index small however many
             # tasks have finished (a partial index on open tasks only), in the order `next` hands out.
             models.Index(fields=["space", "priority", "number"], name="task_open_by_priority",
+                         condition=Q(status="open")),
+            # SPEC §22 aging: each priority's longest-open ready task (tasks.filters.aged_heads).
+            models.Index(fields=["space", "priority", "open_since"], name="task_open_by_age",
                          condition=Q(status="open")),
             GinIndex(fields=["search"], name="task_search"),
             # The board's "done in the last 7 days": a done task is never updated again.
@@ -236,6 +245,8 @@ class EventKind(models.TextChoices):
     ANSWERED = "answered"
     QUESTION_EXPIRED = "question_expired"
     UNASKED = "unasked"  # the asker withdrew its question
+    PARKED = "parked"  # SPEC §22: set back max_cycles times
+    UNPARKED = "unparked"
 
 
 class TaskEvent(models.Model):
@@ -449,6 +460,7 @@ class NotificationKind(models.TextChoices):
     QUESTION_ANSWERED = "question_answered"  # to the asker
     QUESTION_EXPIRED = "question_expired"  # to the asker
     MESSAGE = "message"  # SPEC §21: to a message's recipients; unread, it waits in their inbox
+    TASK_PARKED = "task_parked"  # SPEC §22: to the stewards
 
 
 class Notification(models.Model):
@@ -556,3 +568,72 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"message {self.pk} from {self.sender.name}"
+
+
+
+class RoutineOverlap(models.TextChoices):
+    SKIP = "skip"  # the routine's tasks share one conflict key: none is made while the last is live
+    ALLOW = "allow"  # each period's task has a key of its own
+
+
+class RoutineCatchUp(models.TextChoices):
+    LATEST = "latest"  # after downtime, one task for the latest missed period
+    NONE = "none"  # missed periods make nothing
+
+
+class Routine(models.Model):
+    """Work made each period of a cron schedule (SPEC §22): ``sweep`` creates each period's task
+    through the create command, once (``RoutineRun``)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    title = models.CharField(max_length=500)
+    body = models.TextField(blank=True)
+    schedule = models.CharField(max_length=120)  # cron, 5 fields
+    time_zone = models.CharField(max_length=64, default="UTC")  # IANA (the API calls it timezone)
+    work_item_id = models.CharField(max_length=32, null=True, blank=True)
+    priority = models.PositiveSmallIntegerField(default=DEFAULT_PRIORITY)
+    labels = ArrayField(models.CharField(max_length=40), size=MAX_LABELS, default=list, blank=True)
+    overlap = models.CharField(max_length=8, choices=RoutineOverlap.choices, default=RoutineOverlap.SKIP)
+    catch_up = models.CharField(max_length=8, choices=RoutineCatchUp.choices, default=RoutineCatchUp.LATEST)
+    enabled = models.BooleanField(default=True)
+    # Whose create the period's task is (its creator): the steward who made the routine.
+    created_by = SpaceForeignKey("spaces.Member", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    # The start of the next period to fire (null while disabled), and of the last one fired or skipped.
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_period = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(priority__lte=max(PRIORITIES)), name="routine_priority_valid"),
+            models.CheckConstraint(condition=Q(overlap__in=RoutineOverlap.values), name="routine_overlap_valid"),
+            models.CheckConstraint(condition=Q(catch_up__in=RoutineCatchUp.values), name="routine_catch_up_valid"),
+        ]
+        indexes = [
+            # sweep's question: which routines are due, across every space.
+            models.Index(fields=["next_run_at"], name="routine_due", condition=Q(enabled=True)),
+            models.Index(fields=["space", "id"], name="routine_by_space"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.schedule} {self.time_zone})"
+
+
+class RoutineRun(models.Model):
+    """One period of a routine, once (SPEC §22): the idempotency tuple of routine and period start
+    is its unique constraint, so any number of sweeps on any number of hosts fire a period once.
+    ``task`` is the period's task; none when the period was skipped (``reason``)."""
+
+    space = models.ForeignKey("spaces.Space", on_delete=models.CASCADE, related_name="+", db_index=False)
+    routine = SpaceForeignKey(Routine, on_delete=models.CASCADE, related_name="runs", db_index=False)
+    period = models.DateTimeField()
+    task = SpaceForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["space", "routine", "period"], name="routine_run_once_a_period")]
+
+    def __str__(self) -> str:
+        return f"{self.routine.title} for {self.period:%Y-%m-%d %H:%M} UTC"

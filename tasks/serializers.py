@@ -33,6 +33,8 @@ from tasks.models import (
     Task,
     TaskEvent,
     TaskStatus,
+    RoutineCatchUp,
+    RoutineOverlap,
 )
 
 MAX_WINDOW = 500
@@ -452,3 +454,58 @@ class MessageSerializer(serializers.Serializer):
 
     def get_task(self, message) -> int | None:
         return message.task.number if message.task_id else None
+
+
+# --- Routines (SPEC §22) ---------------------------------------------------------------------
+
+
+class RoutineCreateSerializer(FlatInputSerializer):
+    title = StrictCharField(max_length=MAX_TITLE, trim_whitespace=False)
+    body = StrictCharField(max_bytes=MAX_BODY, required=False, allow_blank=True, default="")
+    schedule = StrictCharField(max_length=120, help_text="cron, 5 fields: minute hour day month weekday")
+    timezone = StrictCharField(max_length=64, required=False, default="UTC", help_text="IANA, e.g. Europe/Paris")
+    work_item_id = WorkItemIdField(required=False, allow_null=True, default=None)
+    priority = priority_field(required=False, default=DEFAULT_PRIORITY)
+    labels = LabelsField(required=False, default=list)
+    overlap = serializers.ChoiceField(choices=RoutineOverlap.choices, required=False, default=RoutineOverlap.SKIP)
+    catch_up = serializers.ChoiceField(choices=RoutineCatchUp.choices, required=False, default=RoutineCatchUp.LATEST)
+
+
+class RoutineUpdateSerializer(FlatInputSerializer):
+    """``PATCH …/routines/{id}``: any of a routine's fields, and ``enabled``."""
+
+    title = StrictCharField(max_length=MAX_TITLE, trim_whitespace=False, required=False)
+    body = StrictCharField(max_bytes=MAX_BODY, required=False, allow_blank=True)
+    schedule = StrictCharField(max_length=120, required=False)
+    timezone = StrictCharField(max_length=64, required=False)
+    work_item_id = WorkItemIdField(required=False, allow_null=True)
+    priority = priority_field(required=False)
+    labels = LabelsField(required=False)
+    overlap = serializers.ChoiceField(choices=RoutineOverlap.choices, required=False)
+    catch_up = serializers.ChoiceField(choices=RoutineCatchUp.choices, required=False)
+    enabled = serializers.BooleanField(required=False)
+
+
+class RoutineSerializer(serializers.Serializer):
+    """A routine (SPEC §22), with when it runs next and its last task."""
+
+    id = serializers.IntegerField(source="pk")
+    title = serializers.CharField()
+    body = serializers.CharField()
+    schedule = serializers.CharField()
+    timezone = serializers.CharField(source="time_zone")
+    work_item_id = serializers.CharField(allow_null=True)
+    priority = serializers.IntegerField()
+    labels = serializers.ListField(child=serializers.CharField())
+    overlap = serializers.ChoiceField(choices=RoutineOverlap.choices)
+    catch_up = serializers.ChoiceField(choices=RoutineCatchUp.choices)
+    enabled = serializers.BooleanField()
+    next_run_at = serializers.DateTimeField(allow_null=True)
+    last_period = serializers.DateTimeField(allow_null=True)
+    last_task = serializers.SerializerMethodField()
+    created_by = serializers.IntegerField(source="created_by_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+
+    def get_last_task(self, routine) -> int | None:
+        """The number of the latest task it made."""
+        return getattr(routine, "last_task", None)

@@ -19,17 +19,18 @@ from datetime import datetime
 from datetime import timezone as dt_timezone
 from functools import cache
 
-from django.db.models import Exists
+from django.db.models import Exists, Value
 
 from allocation import sql as allocation
 from events import sql as events_sql
 from common.sql import (
-    Cte, Placeholder, Statement, Trigger, column, insert_select, named_sql, quote, table, with_query, written_fields,
+    Cte, Placeholder, SqlFunction, Statement, Trigger, column, condition_sql, insert_select, named_sql, quote, table, with_query, written_fields,
 )
-from spaces.models import Member
+from spaces.models import Member, Space
 from spaces.sql import next_task_number
 from events.models import Event
-from tasks.filters import ready_queue
+from tasks import caps
+from tasks.filters import aged_heads, ready_queue
 from tasks.models import (
     Claim,
     ClaimOrigin,
@@ -84,7 +85,7 @@ def create_task_statement() -> Statement:
         "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
         "updated_at": "%(now)s", "priority": "%(priority)s", "labels": "%(labels)s::varchar[]",
         "budget_usd": "%(budget_usd)s::numeric",
-        "title_terms": "%(terms)s::text[]",
+        "title_terms": "%(terms)s::text[]", "setbacks": "0", "open_since": "%(now)s",
     }
     created = Cte("created", f"{insert_select(Task, task_values)} FROM {numbered} RETURNING id, number",
                   columns=("id", "number"), reads=(numbered,))
@@ -264,12 +265,14 @@ SELECT count(*) FROM {_slots} WHERE space_id = %(space)s AND api_key_id = %(key)
 # its own and asks again (tasks.commands.claim_next).
 SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
 NOW = Placeholder("now", datetime(1970, 1, 2, 3, 4, 5, 678901, tzinfo=dt_timezone.utc))
+AGING = Placeholder("aging", 7_777)  # SPEC §22: the space's priority_aging_minutes
 
 
 @cache
-def claim_next() -> tuple[Statement, list[str]]:
+def claim_next(aging: bool = False) -> tuple[Statement, list[str]]:
     """The statement, and the task's attribute names in the order it returns the task's columns:
-    built once, so each call hands the row straight to ``Task.from_db``."""
+    built once, so each call hands the row straight to ``Task.from_db``. ``aging``: the queue's
+    order is the effective priority (SPEC §22), the ``aging`` parameter its minutes."""
     task_table = quote(Task._meta.db_table)
     edges = quote(Dependency._meta.db_table)
     claim_values = {"space": "%(space)s", "task": "id", "member": "%(member)s", "cycle": "cycle",
@@ -281,11 +284,20 @@ def claim_next() -> tuple[Statement, list[str]]:
                                "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
     fields = written_fields(Task)
     due = Claim.objects.filter(Claim.due(NOW.example), space_id=SPACE.example)
-    picked = named_sql(ready_queue(SPACE.example, LABELS.example).filter(~Exists(due)).values("id")[:1],
-                       SPACE, LABELS, NOW)
+    if aging:
+        # The aged queue's head (tasks.filters.aged_heads): the first of the priorities' heads by
+        # (effective priority, number) that no other transaction holds.
+        heads = " UNION ALL ".join(f"({named_sql(head, SPACE, LABELS, NOW, AGING)})" for head in aged_heads(
+            SPACE.example, LABELS.example, Value(AGING.example), where=~Exists(due)))
+        picked = (f"SELECT t.id FROM {task_table} AS t JOIN ({heads}) AS head ON head.id = t.id "
+                  f"WHERE t.{quote(Task._meta.get_field('status').column)} = '{TaskStatus.OPEN.value}' "
+                  "ORDER BY head.eff, head.number LIMIT 1 FOR NO KEY UPDATE OF t SKIP LOCKED")
+    else:
+        queue = ready_queue(SPACE.example, LABELS.example).filter(~Exists(due)).values("id")[:1]
+        picked = f"{named_sql(queue, SPACE, LABELS, NOW)} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED"
     sql = (
         f"WITH due AS (SELECT EXISTS({named_sql(due.values('id')[:1], SPACE, NOW)}) AS flag), "
-        f"picked AS ({picked} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED), "
+        f"picked AS ({picked}), "
         f"claimed AS (UPDATE {task_table} AS t SET status = '{TaskStatus.CLAIMED.value}', updated_at = %(now)s "
         f"FROM picked WHERE t.id = picked.id RETURNING {', '.join(f't.{quote(f.column)}' for f in fields)}, t.id), "
         f"claim AS ({insert_select(Claim, claim_values)} FROM claimed RETURNING id, task_id, cycle), "
@@ -309,3 +321,106 @@ def any_work(probes: list[str]) -> str:
     """One statement for a listener's recheck: each probe (a waiter kind's compiled ORM query,
     answering whether there is work for it) as one element of an array, in order."""
     return "SELECT ARRAY[" + ", ".join(f"({probe})" for probe in probes) + "]"
+
+
+# --- Priority aging (SPEC §22) ------------------------------------------------------------------
+# A task's open_since is when it last became open, whichever path opened it (a give-back, a
+# lapse, a reopened cycle, an approval, an unpark): the database sets it, so no path forgets.
+# A create sets it with the row (its default).
+@cache
+def open_since() -> Trigger:
+    status, since, opened = column(Task, "status"), column(Task, "open_since"), TaskStatus.OPEN.value
+    return Trigger("tasks_open_since", on=Task._meta.db_table, timing="BEFORE UPDATE OF status", body=f"""
+BEGIN
+    IF NEW.{status} = '{opened}' AND OLD.{status} <> '{opened}' THEN
+        NEW.{since} := statement_timestamp();
+    END IF;
+    RETURN NEW;
+END """)
+
+
+# --- Claim caps (tasks.caps, SPEC §22) -----------------------------------------------------------
+
+_NOW = Placeholder("now", datetime(1970, 1, 3, 4, 5, 6, 789012, tzinfo=dt_timezone.utc))
+
+
+def _live(alias: str) -> str:
+    """``Claim.live`` over the claims table read as ``alias``, at the transaction's time."""
+    sql, _ = condition_sql(Claim, Claim.live(_NOW.example), alias, _NOW)
+    return sql.replace("%s", "now()")
+
+
+@cache
+def member_at_cap() -> SqlFunction:
+    """Whether the member holds as many live claims as the space lets one member hold."""
+    space, per_member = table(Space), column(Space, "max_claims_per_member")
+    claims = table(Claim)
+    held = (f"SELECT 1 FROM {claims} AS c WHERE c.{column(Claim, 'space')} = p_space "
+            f"AND c.{column(Claim, 'member')} = p_member AND {_live('c')} LIMIT s.{per_member}")
+    return SqlFunction(caps.MEMBER_AT_CAP_FUNCTION, "p_space bigint, p_member bigint", "boolean", f"""
+SELECT coalesce((SELECT count(*) FROM ({held}) AS h) >= s.{per_member}, false)
+FROM {space} AS s WHERE s.id = p_space""")
+
+
+@cache
+def full_labels() -> SqlFunction:
+    """The space's capped labels whose tasks hold as many live claims as the cap, in order."""
+    space, caps_column = table(Space), column(Space, "label_caps")
+    claims, tasks = table(Claim), table(Task)
+    held = (f"SELECT 1 FROM {claims} AS c JOIN {tasks} AS t ON t.id = c.{column(Claim, 'task')} "
+            f"WHERE c.{column(Claim, 'space')} = p_space AND {_live('c')} "
+            f"AND t.{column(Task, 'labels')} @> ARRAY[cap.label]::varchar[] LIMIT cap.most::int")
+    return SqlFunction(caps.FULL_LABELS_FUNCTION, "p_space bigint", "varchar[]", f"""
+SELECT coalesce(array_agg(cap.label ORDER BY cap.label), '{{}}')::varchar[]
+FROM {space} AS s, jsonb_each_text(s.{caps_column}) AS cap(label, most)
+WHERE s.id = p_space AND (SELECT count(*) FROM ({held}) AS h) >= cap.most::int""")
+
+
+@cache
+def claim_caps() -> Trigger:
+    """Before a claim is inserted: lock the member, then the task's capped labels (sorted, so
+    two claims never wait on each other in opposite orders), then refuse if a cap is reached."""
+    space = table(Space)
+    per_member, caps_column = column(Space, "max_claims_per_member"), column(Space, "label_caps")
+    return Trigger("tasks_claim_caps", on=Claim._meta.db_table, timing="BEFORE INSERT", body=f"""
+DECLARE
+    limits record;
+    capped varchar[];
+    label varchar;
+BEGIN
+    SELECT s.{per_member} AS per_member, s.{caps_column} AS caps INTO limits FROM {space} AS s WHERE s.id = NEW.space_id;
+    IF limits.per_member IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock({caps.MEMBER_CAP_LOCK_CLASS}, mod(NEW.member_id, 2147483647)::int);
+        IF {caps.MEMBER_AT_CAP_FUNCTION}(NEW.space_id, NEW.member_id) THEN
+            RAISE EXCEPTION 'member at its claim cap' USING ERRCODE = '{caps.MEMBER_AT_CAP}';
+        END IF;
+    END IF;
+    IF limits.caps <> '{{}}'::jsonb THEN
+        SELECT array_agg(l ORDER BY l) INTO capped
+        FROM unnest((SELECT t.{column(Task, 'labels')} FROM {table(Task)} AS t WHERE t.id = NEW.task_id)) AS l
+        WHERE limits.caps ? l;
+        IF capped IS NOT NULL THEN
+            FOREACH label IN ARRAY capped LOOP
+                PERFORM pg_advisory_xact_lock({caps.LABEL_CAP_LOCK_CLASS}, hashtext(NEW.space_id::text || ':' || label));
+            END LOOP;
+            IF capped && {caps.FULL_LABELS_FUNCTION}(NEW.space_id) THEN
+                RAISE EXCEPTION 'label at its claim cap' USING ERRCODE = '{caps.LABEL_AT_CAP}';
+            END IF;
+        END IF;
+    END IF;
+    RETURN NEW;
+END """)
+
+
+def member_at_cap_sql() -> str:
+    """Whether a member is at its cap of live claims. Params: space, member."""
+    return f"SELECT {caps.MEMBER_AT_CAP_FUNCTION}(%s, %s)"
+
+
+# --- Routines (tasks.routines, SPEC §22) -------------------------------------------------------------
+# A sweep fires a routine only while it holds this session lock (class, routine id); another sweep
+# that finds it taken passes the routine by. The database's unique run a period is the guarantee;
+# the lock spares the others the work. Params: class, id.
+ROUTINE_LOCK_CLASS = 19
+TRY_ROUTINE_LOCK = "SELECT pg_try_advisory_lock(%s, (%s %% 2147483647)::int)"
+ROUTINE_UNLOCK = "SELECT pg_advisory_unlock(%s, (%s %% 2147483647)::int)"

@@ -121,7 +121,8 @@ def space_settings(space, **changes) -> dict:
               "confirmations_required": 1, "allocation_window_seconds": 15, "max_claims_per_task": 3,
               "max_attempts_per_cycle": 5, "requests_per_minute": "", "similar_threshold": 0.45,
               "max_queued_exports": 3, "max_waits_per_key": 8, "event_retention_days": 30,
-              "approval_required": "none", "checks_by": "any"}
+              "approval_required": "none", "checks_by": "any", "max_claims_per_member": "", "label_caps": "{}",
+              "priority_aging_minutes": "", "max_cycles": ""}
     return {**values, **changes}
 
 
@@ -133,12 +134,13 @@ def no_catalog_rows() -> dict:
 def test_a_steward_sets_every_space_setting_in_the_admin(admin_client, space):
     # The same settings as PATCH /v1/spaces/{slug} (SPEC §3.1), through the same service.
     changes = {"claim_lease_seconds": 60, "requests_per_minute": 120, "similar_threshold": 0.6, "max_queued_exports": 5,
-               "max_waits_per_key": 4, "event_retention_days": 7}
+               "max_waits_per_key": 4, "event_retention_days": 7, "max_claims_per_member": 2, "label_caps": '{"gpu": 3}',
+               "priority_aging_minutes": 60, "max_cycles": 4}
     response = admin_client.post(f"/admin/spaces/space/{space.pk}/change/", {**space_settings(space, **changes),
                                                                               **no_catalog_rows()})
     assert response.status_code == 302, response.content.decode()[:2000]
     space.refresh_from_db()
-    assert {name: getattr(space, name) for name in changes} == changes
+    assert {name: getattr(space, name) for name in changes} == {**changes, "label_caps": {"gpu": 3}}
 
 
 def test_a_space_made_in_the_admin_has_its_settings_and_catalog_through_the_commands(admin_client, space):

@@ -103,6 +103,16 @@ SCRIPT: list[tuple[str, str, dict, Any]] = [
     ("writer", "post_direct_message", {}, {"body": "Can you check task 4 when it is done?", "to": [2]}),
     ("writer", "post_direct_message", {}, {"body": "Anyone?", "to": [99]}),  # 422
     ("checker", "read_inbox", {}, None),
+    # SPEC §22: dead letters and routines.
+    ("writer", "unpark_task", {"number": 4}, None),  # 403: a steward's
+    ("steward", "unpark_task", {"number": 4}, None),  # 409 task_not_parked
+    ("writer", "create_routine", {}, {"title": "Audit the dependencies", "schedule": "0 9 * * 1"}),  # 403
+    ("steward", "create_routine", {}, {"title": "Audit the dependencies", "schedule": "0 9 * * 1",
+                                       "timezone": "Europe/Paris"}),
+    ("steward", "create_routine", {}, {"title": "Audit", "schedule": "0 25 * * *"}),  # 422
+    ("steward", "update_routine", {"routine": 1}, {"enabled": False}),
+    ("steward", "update_routine", {"routine": 9}, {"enabled": True}),  # 404
+    ("steward", "delete_routine", {"routine": 1}, None),
 ]
 
 REST: dict[str, tuple[str, str]] = {
@@ -122,14 +132,16 @@ REST: dict[str, tuple[str, str]] = {
     "refuse_task": ("POST", "/tasks/{number}/refuse"), "ask_question": ("POST", "/tasks/{number}/questions"),
     "answer_question": ("POST", "/tasks/{number}/questions/{question}/answer"),
     "post_task_message": ("POST", "/tasks/{number}/messages"), "post_direct_message": ("POST", "/messages"),
-    "read_inbox": ("GET", "/v1/inbox"),
+    "read_inbox": ("GET", "/v1/inbox"), "unpark_task": ("POST", "/tasks/{number}/unpark"),
+    "create_routine": ("POST", "/routines"), "update_routine": ("PATCH", "/routines/{routine}"),
+    "delete_routine": ("DELETE", "/routines/{routine}"),
 }
 # The MCP tool a command is, where its name is not the command's (SPEC §21's ask, answer, message, inbox).
 MCP_TOOLS = {"ask_question": "ask", "answer_question": "answer", "post_task_message": "message",
              "post_direct_message": "message", "read_inbox": "inbox"}
 # MCP tool arguments where they are not the input itself (flat lookups, and renamed fields).
 MCP_ARGUMENTS = {"add_blocker": lambda data: {"blocker": data["task"]}}
-TIMES = {"last_heartbeat_at", "closed_at", "created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at",
+TIMES = {"next_run_at", "last_period", "last_heartbeat_at", "closed_at", "created_at", "updated_at", "expires_at", "decided_at", "ended_at", "read_at",
          "since", "until"}
 
 

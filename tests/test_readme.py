@@ -24,12 +24,15 @@ def walkthrough() -> str:
 
 
 def people_in_the_loop() -> str:
-    """docs/api.md's example of an approval and a question, which continues the walk-through in its shell."""
+    """docs/api.md's example of an approval and a question, then of fleet controls, which continue
+    the walk-through in its shell."""
     text = (ROOT / "docs" / "api.md").read_text()
-    part = text[text.index("## People in the loop"):text.index("## Details")]
-    blocks = re.findall(r"```sh\n(.*?)```", part, flags=re.S)
-    assert len(blocks) == 1, "the approval example moved"
-    return blocks[0]
+    found = []
+    for start, end in (("## People in the loop", "## Fleet controls"), ("## Fleet controls", "## Details")):
+        blocks = re.findall(r"```sh\n(.*?)```", text[text.index(start):text.index(end)], flags=re.S)
+        assert len(blocks) == 1, f"the example of {start[3:]} moved"
+        found += blocks
+    return "\n".join(found)
 
 
 def run_as_written(script: str, key: str, port: int) -> subprocess.CompletedProcess:
@@ -60,6 +63,8 @@ def test_the_walkthrough_runs_as_written_on_two_starts_in_a_row():
             assert '"status":"open"' in output.replace(" ", "")  # …and the steward's approval opened it
             assert '"questions":[{' in output.replace(" ", "")  # the writer's question waited in the inbox
             assert output.replace(" ", "").count('"state":"answered"') >= 1  # …and the steward answered it
+            assert '"label_caps":{"gpu":2}' in output.replace(" ", "")  # the fleet controls were set
+            assert '"next_run_at":"' in output.replace(" ", "")  # …and the routine says when it runs
             assert "not valid" not in output and '"status":5' not in output.replace(" ", "")
     finally:
         cleanup_run(name)

@@ -43,6 +43,9 @@ SEMANTIC_FIELDS = {
     "surviving_task": "a task of the space: data, not form",
     "title": "a title holds something visible once white space and invisible characters are removed",
     "budget_usd": "at most 14 digits, 6 of them decimals: JSON Schema's multipleOf is a float",
+    "schedule": "a cron schedule's five fields each have their own range and names (minute 0-59, …)",
+    "timezone": "an IANA time zone the server's zone database holds",
+    "overlap": "a routine bound to a catalog slot cannot allow overlap: two fields together",
 }
 SEMANTIC_CODES = {
     "unknown_work_item": "a slot id of the form the schema gives that the space's catalog does not hold",

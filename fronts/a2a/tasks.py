@@ -26,6 +26,7 @@ State = pb.TaskState
 STATES: dict[str, int] = {
     TaskStatus.PROPOSED: State.TASK_STATE_SUBMITTED,  # SPEC §21: metadata.spaces.awaiting says "approval"
     TaskStatus.OPEN: State.TASK_STATE_SUBMITTED,
+    TaskStatus.PARKED: State.TASK_STATE_SUBMITTED,  # SPEC §22: back in the queue once a steward unparks it
     TaskStatus.CLAIMED: State.TASK_STATE_WORKING,
     TaskStatus.ASSIGNED: State.TASK_STATE_WORKING,
     TaskStatus.IN_REVIEW: State.TASK_STATE_WORKING,

@@ -221,7 +221,7 @@ class TaskAdmin(admin.ModelAdmin):
     paginator = EstimatedCountPaginator
     show_full_result_count = False  # "n of N" would count every task of every space
     inlines = [TaskEventInline, ClaimInline, AttemptInline, CheckInline, NoteInline]
-    actions = ["approve", "refuse", "supersede", "withdraw", "reject", "hold_slot"]
+    actions = ["approve", "refuse", "unpark", "supersede", "withdraw", "reject", "hold_slot"]
     # What the service keeps for itself (the search vector, the similar-tasks terms) is not shown.
     # The status as reads show it, in the stored one's place.
     readonly_fields = [("shown_status" if f.name == "status" else f.name) for f in Task._meta.concrete_fields
@@ -408,6 +408,12 @@ class TaskAdmin(admin.ModelAdmin):
     def refuse(self, request, queryset) -> None:
         self.run(request, queryset, "Refused", lambda task: self.command(
             request, task, commands.refuse_task, number=task.number, data={"reason": "admin"}))
+
+    @admin.action(description="Unpark (back in the queue)", permissions=["change"])
+    def unpark(self, request, queryset) -> None:
+        """SPEC §22: a parked task opened again, as a steward unparks it over the API."""
+        self.run(request, queryset, "Unparked", lambda task: self.command(
+            request, task, commands.unpark_task, number=task.number))
 
     @admin.action(description="Withdraw", permissions=["change"])
     def withdraw(self, request, queryset) -> None:

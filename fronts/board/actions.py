@@ -54,6 +54,7 @@ ACTIONS: dict[str, BoardAction] = {
     "reject": BoardAction(commands.reject_task, CHANGE),
     "approve": BoardAction(commands.approve_task, CHANGE, data=lambda task, body: None),  # SPEC §21
     "refuse": BoardAction(commands.refuse_task, CHANGE),  # {"reason"?}
+    "unpark": BoardAction(commands.unpark_task, CHANGE, data=lambda task, body: None),  # SPEC §22
     "not-duplicate": BoardAction(commands.mark_not_duplicate, CHANGE),  # {"task": m}
     "hold": BoardAction(commands.hold_slot, HOLD, data=lambda task, body: commands.hold_of_task(task),
                         lookups=lambda task, body: {}),

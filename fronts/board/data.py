@@ -24,7 +24,7 @@ from costs.selectors import month_spend
 from spaces.models import ChecksBy, Space
 from tasks import graph, history, lapses, selectors
 from fronts.task_filters import checked_filter
-from tasks.filters import blocked, ready_condition
+from tasks.filters import blocked, next_order, ready_condition
 from tasks.status import HELD, shown_as, shown_in, with_shown_status
 from tasks.models import Attempt, Check, Claim, ClaimEnd, Message, Question, Task, TaskEvent, TaskStatus
 from tasks.serializers import iso
@@ -33,7 +33,7 @@ from tasks.summary import DUPLICATES_WINDOW, RECENT_DONE, done_per_hour, space_s
 CARDS_PER_COLUMN = 50
 DUPLICATE_PAIRS = 5  # the likely duplicates strip (SPEC §16)
 COLUMNS = [
-    ("people", "Waiting on people"),  # SPEC §21: proposals a person approves or refuses
+    ("people", "Waiting on people"),  # SPEC §21: proposals a person decides; SPEC §22: parked work
     ("ready", "Ready"),
     ("blocked", "Blocked"),
     ("claimed", "Claimed and assigned"),
@@ -56,14 +56,17 @@ def board_tasks(space: Space, params: QueryDict, now) -> QuerySet:
     return checked_filter(wanted, space=space, queryset=Task.objects.filter(space=space), now=now).qs
 
 
-def column_queries(tasks: QuerySet, now, *, person_checks: bool = False) -> dict[str, QuerySet]:
+def column_queries(tasks: QuerySet, now, *, person_checks: bool = False, aging_minutes: int | None = None
+                   ) -> dict[str, QuerySet]:
     """Each column's tasks, by the status a read at ``now`` shows (``tasks.status``). Waiting on
-    people: proposals, tasks with an open question and, where a person's check accepts an attempt
-    (SPEC §21 ``checks_by: people``), the tasks in review."""
-    people = (TaskStatus.PROPOSED, TaskStatus.WAITING, *((TaskStatus.IN_REVIEW,) if person_checks else ()))
+    people: proposals, tasks with an open question, parked tasks (SPEC §22: a steward unparks or
+    withdraws them) and, where a person's check accepts an attempt (SPEC §21 ``checks_by:
+    people``), the tasks in review. Ready: in the order ``next`` takes them (aging included)."""
+    people = (TaskStatus.PROPOSED, TaskStatus.WAITING, TaskStatus.PARKED,
+              *((TaskStatus.IN_REVIEW,) if person_checks else ()))
     return {
         "people": tasks.filter(status__in=people).order_by("priority", "number"),
-        "ready": tasks.filter(ready_condition(now)).order_by("priority", "number"),
+        "ready": tasks.filter(ready_condition(now)).order_by(*next_order(aging_minutes)),
         "blocked": tasks.filter(shown_as(TaskStatus.OPEN, now)).filter(blocked()).order_by("priority", "number"),
         "claimed": tasks.filter(shown_in(HELD, now)).order_by("priority", "number"),
         "in_review": tasks.filter(status=TaskStatus.IN_REVIEW).exclude(status__in=people).order_by(
@@ -136,7 +139,7 @@ def cards(space: Space, numbers: list[int]) -> dict[int, dict[str, Any]]:
             since, verb = task.created_at, "created"
         out[task.number] = {
             "number": task.number, "title": task.title, "status": task.shown_status, "slot": task.work_item_id,
-            "priority": task.priority, "labels": list(task.labels),
+            "priority": task.priority, "labels": list(task.labels), "setbacks": task.setbacks,
             "holders": [name for name, _ in held], "lapsing": task.pk in about_to_lapse,
             # the last claim lapsed and nobody holds it since (SPEC §15)
             "lapsed": iso(lapsed[task.pk]) if task.pk in lapsed and not held else None,
@@ -157,7 +160,8 @@ def board_data(space: Space, *, since: int | None, numbers: list[int], params: Q
     listed: list[int] = []
     person_checks = space.checks_by == ChecksBy.PEOPLE
     for name, tasks in column_queries(held_by(board_tasks(space, params, now), member, now), now,
-                                      person_checks=person_checks).items():
+                                      person_checks=person_checks,
+                                      aging_minutes=space.priority_aging_minutes).items():
         shown = list(tasks.values_list("number", flat=True)[:CARDS_PER_COLUMN])
         total = len(shown) if len(shown) < CARDS_PER_COLUMN else tasks.count()
         columns[name] = {"total": total, "cards": shown}

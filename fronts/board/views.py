@@ -17,7 +17,9 @@ from fronts.board.data import COLUMNS, DUPLICATE_PAIRS, FILTERS, LABELS_OFFERED,
 from spaces.models import Role, Space
 from spaces.permissions import role_refusal
 from tasks import similarity
-from tasks.models import PRIORITIES, SpaceLabel
+from tasks.models import PRIORITIES, Routine, SpaceLabel
+
+ROUTINES_SHOWN = 20
 
 
 def int_param(request: HttpRequest, name: str) -> int | None:
@@ -39,6 +41,8 @@ def board_page(request: HttpRequest, slug: str) -> HttpResponse:
         "pairs_url": reverse("board-duplicates", args=[space.slug]),
         "task_url": reverse("board-task", args=[space.slug, 0]).removesuffix("0"),
         "controls": allowed, "can_act": any(allowed.values()),
+        # SPEC §22: the space's routines, each with its next run (the sweep makes their tasks).
+        "routines": Routine.objects.filter(space=space).order_by("next_run_at", "pk")[:ROUTINES_SHOWN],
         # who the picker offers for Assign: members with the role to attempt work (the command
         # refuses any other, SPEC §5.2)
         "member_choices": [[m.pk, m.name] for m in members if role_refusal(m, Role.WRITER) is None]})

@@ -195,7 +195,7 @@ server = SpacesServer(name="spaces", version=project_version(), log_level="WARNI
 
 # Tools that end or undo something of someone's (SPEC §23: a withdraw, reject or supersede is
 # destructive, a create is not).
-DESTRUCTIVE = frozenset({"withdraw_task", "reject_task", "supersede_task", "refuse_task", "reject_attempt",
+DESTRUCTIVE = frozenset({"withdraw_task", "reject_task", "supersede_task", "refuse_task", "reject_attempt", "delete_routine",
                          "release_slot"})
 
 
@@ -451,6 +451,11 @@ def refuse_task(number: int, reason: str = "", idempotency_key: str | None = Non
                          idempotency_key=idempotency_key)
 
 @tool
+def unpark_task(number: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: parked task `number` (set back max_cycles times) goes back in the queue, open."""
+    return command_result(commands.unpark_task, number=number, idempotency_key=idempotency_key)
+
+@tool
 def ask(number: int, body: str, to: str = "creator", options: list[str] | None = None,
         hold: bool | None = None, wait: float = 0, idempotency_key: str | None = None) -> dict[str, Any]:
     """Ask `to` ("creator", "stewards", a member id) about task `number`; it waits until answered,
@@ -487,6 +492,29 @@ def hold_slot(work_item_id: str, reason: str = "", idempotency_key: str | None =
     """Steward: hold a catalog slot so no new task takes it."""
     return command_result(commands.hold_slot, data={"work_item_id": work_item_id, "reason": reason},
                          idempotency_key=idempotency_key)
+
+@tool
+def create_routine(title: str, schedule: str, timezone: str = "UTC", body: str = "", work_item_id: str | None = None,
+                   priority: int = 2, labels: list[str] | None = None, overlap: str = "skip",
+                   catch_up: str = "latest", idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: work made each period of a cron `schedule` (5 fields, in IANA `timezone`), once a period."""
+    data = {"title": title, "schedule": schedule, "timezone": timezone, "body": body, "work_item_id": work_item_id,
+            "priority": priority, "labels": labels or [], "overlap": overlap, "catch_up": catch_up}
+    return command_result(commands.create_routine, data=data, idempotency_key=idempotency_key)
+
+@tool
+def update_routine(routine: int, enabled: bool | None = None, schedule: str | None = None,
+                   timezone: str | None = None, title: str | None = None,
+                   idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: pause (enabled=false) or resume a routine, or change its schedule, zone or title."""
+    data = {k: v for k, v in {"enabled": enabled, "schedule": schedule, "timezone": timezone,
+                              "title": title}.items() if v is not None}
+    return command_result(commands.update_routine, data=data, routine=routine, idempotency_key=idempotency_key)
+
+@tool
+def delete_routine(routine: int, idempotency_key: str | None = None) -> dict[str, Any]:
+    """Steward: delete a routine (the tasks it made stay)."""
+    return command_result(commands.delete_routine, routine=routine, idempotency_key=idempotency_key)
 
 @tool
 def release_slot(work_item_id: str, idempotency_key: str | None = None) -> dict[str, Any]:

@@ -326,6 +326,16 @@ class RefuseView(SpaceView):
         return self.run(commands.refuse_task, number=number)
 
 
+class UnparkView(SpaceView):
+    """SPEC §22: a parked task back in the queue (→ open, its setbacks counted from 0), by a steward."""
+    serializer_class = TaskSerializer
+    required_roles = {"POST": commands.unpark_task.role}
+
+    @extend_schema(request=None)
+    def post(self, request: Request, slug: str, number: str) -> Response:
+        return self.run(commands.unpark_task, number=number)
+
+
 # --- Questions, messages and the inbox (SPEC §21) ---
 
 

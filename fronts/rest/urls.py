@@ -2,7 +2,7 @@
 resolves its route in as few tries as it can."""
 from django.urls import path
 
-from fronts.rest import costs, events, exports, spaces, tasks, webhooks
+from fronts.rest import costs, events, exports, routines, spaces, tasks, webhooks
 
 urlpatterns = [
     path("spaces/<slug:slug>/bind", tasks.BindView.as_view(), name="bind"),
@@ -10,6 +10,8 @@ urlpatterns = [
     path("spaces/<slug:slug>/holds/<str:work_item_id>", tasks.HoldDetailView.as_view(), name="hold"),
     path("spaces/<slug:slug>/summary", tasks.SummaryView.as_view(), name="summary"),
     path("spaces/<slug:slug>/costs", costs.CostsView.as_view(), name="costs"),
+    path("spaces/<slug:slug>/routines", routines.RoutineListView.as_view(), name="routines"),
+    path("spaces/<slug:slug>/routines/<str:routine>", routines.RoutineDetailView.as_view(), name="routine"),
     path("spaces/<slug:slug>/tasks", tasks.TaskListView.as_view(), name="tasks"),
     path("spaces/<slug:slug>/events", events.EventListView.as_view(), name="events"),
     path("spaces/<slug:slug>/tasks/window", tasks.TaskWindowView.as_view(), name="tasks-window"),
@@ -34,6 +36,7 @@ urlpatterns = [
     path("spaces/<slug:slug>/tasks/<str:number>/withdraw", tasks.WithdrawView.as_view(), name="task-withdraw"),
     path("spaces/<slug:slug>/tasks/<str:number>/reject", tasks.RejectTaskView.as_view(), name="task-reject"),
     path("spaces/<slug:slug>/tasks/<str:number>/approve", tasks.ApproveView.as_view(), name="task-approve"),
+    path("spaces/<slug:slug>/tasks/<str:number>/unpark", tasks.UnparkView.as_view(), name="task-unpark"),
     path("spaces/<slug:slug>/tasks/<str:number>/refuse", tasks.RefuseView.as_view(), name="task-refuse"),
     path("spaces/<slug:slug>/tasks/<str:number>/not-duplicate", tasks.NotDuplicateView.as_view(),
          name="task-not-duplicate"),

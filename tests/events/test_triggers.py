@@ -8,17 +8,23 @@ from django.db import connection
 
 from common.sql import Trigger
 from events.sql import seal
-from tasks.sql import history_into_feed
+from tasks.sql import claim_caps, full_labels, history_into_feed, member_at_cap, open_since
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("trigger", [seal(), history_into_feed()], ids=lambda t: t.name)
+@pytest.mark.parametrize("trigger", [seal(), history_into_feed(), claim_caps(), open_since()], ids=lambda t: t.name)
 def test_the_database_runs_the_trigger_its_app_defines(trigger: Trigger):
     with connection.cursor() as cursor:
         body, attached = trigger.installed(cursor)
     assert body == trigger.body
     assert attached
+
+
+@pytest.mark.parametrize("function", [member_at_cap(), full_labels()], ids=lambda f: f.name)
+def test_the_database_runs_the_function_its_app_defines(function):
+    with connection.cursor() as cursor:
+        assert function.installed(cursor) == function.body
 
 
 def test_a_body_changed_only_in_code_is_told_apart():

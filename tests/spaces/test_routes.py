@@ -381,7 +381,7 @@ def test_every_mutating_route_refuses_a_body_field_it_does_not_take(steward, wri
     values = {"slug": space.slug, "number": "1", "blocker": "2", "attempt": "1", "post_id": str(post.pk),
               "link_id": str(link.pk), "member_id": str(writer.member.pk), "prefix": writer.key.split("_")[1],
               "work_item_id": "T1", "export_id": str(export.pk), "token": "no-such-token",
-              "webhook_id": str(hook.pk), "delivery_id": str(delivery.pk), "question": "1"}
+              "webhook_id": str(hook.pk), "delivery_id": str(delivery.pk), "question": "1", "routine": "1"}
     def state() -> tuple:
         from tasks.models import TaskEvent
 

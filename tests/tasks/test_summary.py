@@ -27,7 +27,7 @@ def test_the_summary_counts_live_work_claims_checks_and_slots(writer, writer2, r
     writer2.api.post(f"{S}/next", {"number": 2})
     assert done(writer2, 2).status_code == 201  # 2 waits for a check
     figures = summary(reader)
-    assert figures["by_status"] == {"proposed": 0, "waiting": 0, "open": 3, "claimed": 1, "assigned": 0, "in_review": 1}
+    assert figures["by_status"] == {"proposed": 0, "waiting": 0, "parked": 0, "open": 3, "claimed": 1, "assigned": 0, "in_review": 1}
     assert figures["live"] == 5 and figures["ready"] == 2 and figures["blocked"] == 1
     assert figures["awaiting_check"] == 1 and figures["done_last_7_days"] == 0
     assert figures["claims_by_member"] == [{"member": writer2.member.pk, "name": "writer2", "tasks": [1]}]

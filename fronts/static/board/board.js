@@ -266,7 +266,7 @@
     const card = data.card;
     const box = document.getElementById("panel-actions");
     box.replaceChildren();
-    const live = ["proposed", "waiting", "open", "claimed", "assigned", "in_review"].includes(card.status);
+    const live = ["proposed", "waiting", "parked", "open", "claimed", "assigned", "in_review"].includes(card.status);
     const n = card.number;
     if (card.status === "proposed" && controls.approve) {  // SPEC §21: a person decides a proposal
       const approve = button("Approve", () => run(n, "approve", {}));
@@ -274,6 +274,11 @@
       const refuse = confirmButton("Refuse", () => run(n, "refuse", {reason: "refused from the board"}));
       refuse.id = "act-refuse";
       box.append(group("Proposal", approve, refuse));
+    }
+    if (card.status === "parked" && controls.unpark) {  // SPEC §22: set back too often; a steward decides
+      const unpark = button("Unpark", () => run(n, "unpark", {}));
+      unpark.id = "act-unpark";
+      box.append(group("Parked after " + card.setbacks + " setbacks", unpark));
     }
     if (card.slot && controls.release && data.slot_held) {
       const b = button("Release slot " + card.slot, () => run(n, "release", {}));

@@ -8,11 +8,13 @@ from spaces.services import purge_catalog_changes
 from spaces.throttles import purge_rate_counters
 from tasks.claims import expire_claims
 from tasks.questions import expire_questions
+from tasks.commands import fire_due_routines
 
 
 class Command(BaseCommand):
     help = (
-        "Every expiry in one go: reservations, claims, questions past their deadline, operation leases, then purge old operations, "
+        "Every expiry in one go: reservations, claims, questions past their deadline, operation leases; the "
+        "routines' due periods, each made once; then purge old operations, "
         "rate counters, conflict counts, catalog changes and feed events past their space's retention. "
         "Safe to run from several places at once: each item is changed by one compare-and-set, so a second "
         "run changes nothing."
@@ -32,6 +34,7 @@ class Command(BaseCommand):
                 "claims": expire_claims(dry_run=dry_run),
                 "questions past their deadline": expire_questions(dry_run=dry_run),
                 "operation leases": expire_operations(dry_run=dry_run),
+                "routine tasks": fire_due_routines(dry_run=dry_run),
                 "old operations": purge_operations(dry_run=dry_run),
                 "old rate counters": purge_rate_counters(dry_run=dry_run),
                 "old conflict counts": purge_conflict_counts(dry_run=dry_run),
