@@ -30,13 +30,15 @@ MEMBER_AT_CAP_FUNCTION = "tasks_member_at_cap"
 FULL_LABELS_FUNCTION = "tasks_full_labels"
 
 
-def not_full(space_id) -> Q:
-    """Tasks none of whose labels is full: the function is asked in a subquery that reads no row
-    of the queue, so PostgreSQL asks it once a statement (an InitPlan), however many tasks the
-    queue passes over."""
-    full = Space.objects.filter(pk=space_id).annotate(
-        full=Func(F("pk"), function=FULL_LABELS_FUNCTION, output_field=ArrayField(CharField()))).values("full")
-    return ~Q(labels__overlap=Subquery(full))
+def not_full(space_id, full=None) -> Q:
+    """Tasks none of whose labels is full. ``full``: the space's full labels as the caller asked
+    them a moment before (an expression, ``next``'s parameter: asked once a call, and not at all
+    where the space caps no label); without it the function is asked in a subquery that reads no
+    row of the queue, so once a statement (an InitPlan), however many tasks the queue passes over."""
+    if full is None:
+        full = Subquery(Space.objects.filter(pk=space_id).annotate(
+            full=Func(F("pk"), function=FULL_LABELS_FUNCTION, output_field=ArrayField(CharField()))).values("full"))
+    return ~Q(labels__overlap=full)
 
 
 class CapReached(Exception):

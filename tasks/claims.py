@@ -107,7 +107,6 @@ def claim_next_task(*, space: Space, member: Member,
     queueing behind it, and the partial index task_open_by_priority keeps the search small
     however many tasks have finished.
     """
-    refuse_member_at_cap(space, member)
     aging = space.priority_aging_minutes
     statement, task_attnames = sql.claim_next(aging=aging is not None)
     parameters = {"aging": aging} if aging is not None else {}
@@ -116,7 +115,8 @@ def claim_next_task(*, space: Space, member: Member,
         now = timezone.now()
         expires_at = claim_expiry(space, now)
         parameters.update({"space": space.pk, "member": member.pk, "now": now, "expires": expires_at,
-                           "expires_iso": expires_at.isoformat(), "labels": list(labels)})
+                           "expires_iso": expires_at.isoformat(), "labels": list(labels),
+                           "full": full_labels(space, member)})
         try:
             # Under caps the claim's trigger may refuse it: in a savepoint, so the unit goes on.
             with transaction.atomic() if capped else nullcontext(), connection.cursor() as cursor:
@@ -171,15 +171,19 @@ def label_at_cap(task: Task) -> errors.ClaimCap:
         "one of them ends.", label_caps={label: task.space.label_caps[label] for label in full})
 
 
-def refuse_member_at_cap(space: Space, member: Member) -> None:
-    """A member at its cap is refused before ``next`` looks for work (the trigger holds the cap
-    in a race; this asks the same function, so an empty queue does not hide the refusal)."""
-    if space.max_claims_per_member is None:
-        return
+def full_labels(space: Space, member: Member) -> list[str]:
+    """The space's labels at their cap of live claims, asked of the database's functions in one
+    round trip with whether ``member`` is at its own cap (refused here, so an empty queue does
+    not hide the refusal); nothing to ask where the space caps nothing. A cap reached after
+    this is the claim trigger's to refuse, and ``next`` asks again."""
+    if space.max_claims_per_member is None and not space.label_caps:
+        return []
     with connection.cursor() as cursor:
-        cursor.execute(sql.member_at_cap_sql(), [space.pk, member.pk])
-        if cursor.fetchone()[0]:
-            raise member_at_cap(space, member)
+        cursor.execute(sql.CAPS_NOW, {"space": space.pk, "member": member.pk})
+        at_cap, full = cursor.fetchone()
+    if at_cap:
+        raise member_at_cap(space, member)
+    return list(full)
 
 
 def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:

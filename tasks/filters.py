@@ -48,38 +48,36 @@ def effective_priority(aging_minutes) -> Func:
     return Greatest(Value(0), F("priority") - steps, output_field=IntegerField())
 
 
-def ready_queue(space_id: int, labels: list[str], *, aging_minutes=None) -> QuerySet:
+def ready_queue(space_id: int, labels: list[str], *, aging_minutes=None, full_labels=None) -> QuerySet:
     """The space's ready tasks carrying every one of ``labels`` and none whose claim cap is
     reached (SPEC §22), in the order ``next`` takes them: by priority, or with
     ``aging_minutes`` (an expression: the space's setting) by the effective priority, then the
     number. ``labels`` is one array parameter (not one per label), so a compiled statement fits
-    any list."""
+    any list; ``full_labels`` the labels at their cap, when the caller asked (``caps.not_full``)."""
     wanted = Value(list(labels), output_field=ArrayField(CharField()))
     queue = (Task.objects.filter(space_id=space_id, labels__contains=wanted).filter(ready_condition())
-             .filter(within_budget()).filter(caps.not_full(space_id)))
+             .filter(within_budget()).filter(caps.not_full(space_id, full_labels)))
     return queue.order_by(*next_order(aging_minutes))
 
 
 AGED_CANDIDATES = 16  # of each priority, more than the agents a space has taking work at once
 
 
-def aged_heads(space_id: int, labels: list[str], aging_minutes, *, where=Q()) -> list[QuerySet]:
-    """The head of the aged queue, found without reading all of it: for each priority, its ready
-    tasks at the best effective priority any of them has now (the oldest one's, since within a
-    priority the effective one only improves with age), lowest numbers first, at most
+def aged_head(space_id: int, labels: list[str], aging_minutes, priority, *, where=Q(), full_labels=None
+              ) -> QuerySet:
+    """The head of the aged queue's tasks of one ``priority``, found without reading all of them:
+    its ready tasks at the best effective priority any of them has now (the oldest one's, since
+    within a priority the effective one only improves with age), lowest numbers first, at most
     ``AGED_CANDIDATES``, with ``eff`` and ``number``. The queue's first task, in ``next_order``,
-    is the first of them all by (eff, number) — and so is the first not locked, while fewer
-    than ``AGED_CANDIDATES`` of a priority's are locked. Each is two index reads (the oldest by
-    ``task_open_by_age``, then by number), however many tasks are open. ``where``: a further
-    condition on the tasks (``next``'s: no claim of the space is due)."""
-    heads = []
-    for priority in PRIORITIES:
-        queue = (ready_queue(space_id, labels).filter(where, priority=priority)
-                 .alias(eff=effective_priority(aging_minutes)))
-        best = queue.order_by("open_since").annotate(best=effective_priority(aging_minutes)).values("best")[:1]
-        heads.append(queue.filter(eff__lte=Subquery(best)).annotate(eff=effective_priority(aging_minutes))
-                     .order_by("number").values("id", "eff", "number")[:AGED_CANDIDATES])
-    return heads
+    is the first of the five priorities' heads by (eff, number) — and so is the first not
+    locked, while fewer than ``AGED_CANDIDATES`` of a priority's are locked. Each head is two
+    index reads (the oldest by ``task_open_by_age``, then by number), however many tasks are
+    open. ``where``: a further condition on the tasks (``next``'s: no claim of the space is due)."""
+    queue = (ready_queue(space_id, labels, full_labels=full_labels).filter(where, priority=priority)
+             .alias(eff=effective_priority(aging_minutes)))
+    best = queue.order_by("open_since").annotate(best=effective_priority(aging_minutes)).values("best")[:1]
+    return (queue.filter(eff__lte=Subquery(best)).annotate(eff=effective_priority(aging_minutes))
+            .order_by("number").values("id", "eff", "number")[:AGED_CANDIDATES])
 
 
 def next_order(aging_minutes=None) -> list:

@@ -8,6 +8,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from common.space_keys import SpaceForeignKey
@@ -90,10 +91,11 @@ class Task(models.Model):
     # The title's terms for similar tasks (SPEC §16, tasks.similarity.terms), set at create.
     title_terms = ArrayField(models.TextField(), default=list, blank=True, editable=False)
     # SPEC §22: rejected cycles, lapsed and given-back claims since it was created or unparked.
-    setbacks = models.PositiveSmallIntegerField(default=0)
+    setbacks = models.PositiveSmallIntegerField(default=0, db_default=0)
     # When it last became open (SPEC §22 priority aging): set by the database on every path that
     # opens a task (tasks.sql.open_since).
-    open_since = models.DateTimeField(default=timezone.now)
+    # Database defaults too: a process still running the code before them inserts tasks without either.
+    open_since = models.DateTimeField(default=timezone.now, db_default=Now())
 
     objects = TaskManager()
 
@@ -114,7 +116,7 @@ class Task(models.Model):
             # tasks have finished (a partial index on open tasks only), in the order `next` hands out.
             models.Index(fields=["space", "priority", "number"], name="task_open_by_priority",
                          condition=Q(status="open")),
-            # SPEC §22 aging: each priority's longest-open ready task (tasks.filters.aged_heads).
+            # SPEC §22 aging: each priority's longest-open ready task (tasks.filters.aged_head).
             models.Index(fields=["space", "priority", "open_since"], name="task_open_by_age",
                          condition=Q(status="open")),
             GinIndex(fields=["search"], name="task_search"),

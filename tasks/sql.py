@@ -19,7 +19,8 @@ from datetime import datetime
 from datetime import timezone as dt_timezone
 from functools import cache
 
-from django.db.models import Exists, Value
+from django.contrib.postgres.fields import ArrayField
+from django.db.models import CharField, Exists, Value
 
 from allocation import sql as allocation
 from events import sql as events_sql
@@ -30,8 +31,9 @@ from spaces.models import Member, Space
 from spaces.sql import next_task_number
 from events.models import Event
 from tasks import caps
-from tasks.filters import aged_heads, ready_queue
+from tasks.filters import aged_head, ready_queue
 from tasks.models import (
+    PRIORITIES,
     Claim,
     ClaimOrigin,
     TaskStatus,
@@ -266,6 +268,8 @@ SELECT count(*) FROM {_slots} WHERE space_id = %(space)s AND api_key_id = %(key)
 SPACE, LABELS = Placeholder("space", -7_777_777), Placeholder("labels", ["next-placeholder"])
 NOW = Placeholder("now", datetime(1970, 1, 2, 3, 4, 5, 678901, tzinfo=dt_timezone.utc))
 AGING = Placeholder("aging", 7_777)  # SPEC §22: the space's priority_aging_minutes
+FULL = Placeholder("full", ["full-placeholder"])  # SPEC §22: the space's labels at their cap
+PRIORITY = Placeholder("priority", 77)  # one priority of the aged queue's (a lateral's column, not a parameter)
 
 
 @cache
@@ -284,17 +288,20 @@ def claim_next(aging: bool = False) -> tuple[Statement, list[str]]:
                                "'expires_at', %(expires_iso)s::text, 'cycle', cycle)"}
     fields = written_fields(Task)
     due = Claim.objects.filter(Claim.due(NOW.example), space_id=SPACE.example)
+    full = Value(FULL.example, output_field=ArrayField(CharField()))
     if aging:
-        # The aged queue's head (tasks.filters.aged_heads): the first of the priorities' heads by
-        # (effective priority, number) that no other transaction holds.
-        heads = " UNION ALL ".join(f"({named_sql(head, SPACE, LABELS, NOW, AGING)})" for head in aged_heads(
-            SPACE.example, LABELS.example, Value(AGING.example), where=~Exists(due)))
+        # The aged queue's head (tasks.filters.aged_head), each priority's in turn (one copy of the
+        # query for the planner), then the first by (effective priority, number) no one holds.
+        head = named_sql(aged_head(SPACE.example, LABELS.example, Value(AGING.example), PRIORITY.example,
+                                   where=~Exists(due), full_labels=full), SPACE, LABELS, NOW, AGING, FULL, PRIORITY)
+        heads = (f"SELECT h.* FROM unnest(ARRAY{list(PRIORITIES)}) AS level(priority) "
+                 f"CROSS JOIN LATERAL ({head.replace('%(priority)s', 'level.priority')}) AS h")
         picked = (f"SELECT t.id FROM {task_table} AS t JOIN ({heads}) AS head ON head.id = t.id "
                   f"WHERE t.{quote(Task._meta.get_field('status').column)} = '{TaskStatus.OPEN.value}' "
                   "ORDER BY head.eff, head.number LIMIT 1 FOR NO KEY UPDATE OF t SKIP LOCKED")
     else:
-        queue = ready_queue(SPACE.example, LABELS.example).filter(~Exists(due)).values("id")[:1]
-        picked = f"{named_sql(queue, SPACE, LABELS, NOW)} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED"
+        queue = ready_queue(SPACE.example, LABELS.example, full_labels=full).filter(~Exists(due)).values("id")[:1]
+        picked = f"{named_sql(queue, SPACE, LABELS, NOW, FULL)} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED"
     sql = (
         f"WITH due AS (SELECT EXISTS({named_sql(due.values('id')[:1], SPACE, NOW)}) AS flag), "
         f"picked AS ({picked}), "
@@ -352,28 +359,52 @@ def _live(alias: str) -> str:
 
 @cache
 def member_at_cap() -> SqlFunction:
-    """Whether the member holds as many live claims as the space lets one member hold."""
+    """Whether the member holds as many live claims as the space lets one member hold. PL/pgSQL:
+    its statements' plans are kept for the session, where an SQL function's are made each call."""
     space, per_member = table(Space), column(Space, "max_claims_per_member")
     claims = table(Claim)
-    held = (f"SELECT 1 FROM {claims} AS c WHERE c.{column(Claim, 'space')} = p_space "
-            f"AND c.{column(Claim, 'member')} = p_member AND {_live('c')} LIMIT s.{per_member}")
     return SqlFunction(caps.MEMBER_AT_CAP_FUNCTION, "p_space bigint, p_member bigint", "boolean", f"""
-SELECT coalesce((SELECT count(*) FROM ({held}) AS h) >= s.{per_member}, false)
-FROM {space} AS s WHERE s.id = p_space""")
+DECLARE
+    most integer;
+    held integer;
+BEGIN
+    SELECT s.{per_member} INTO most FROM {space} AS s WHERE s.id = p_space;
+    IF most IS NULL THEN
+        RETURN false;
+    END IF;
+    SELECT count(*) INTO held FROM (SELECT 1 FROM {claims} AS c WHERE c.{column(Claim, 'space')} = p_space
+        AND c.{column(Claim, 'member')} = p_member AND {_live('c')} LIMIT most) AS h;
+    RETURN held >= most;
+END """, language="plpgsql")
 
 
 @cache
 def full_labels() -> SqlFunction:
-    """The space's capped labels whose tasks hold as many live claims as the cap, in order."""
+    """The space's capped labels whose tasks hold as many live claims as the cap, in order (none,
+    at the cost of one read of the space's row, when it caps no label)."""
     space, caps_column = table(Space), column(Space, "label_caps")
     claims, tasks = table(Claim), table(Task)
-    held = (f"SELECT 1 FROM {claims} AS c JOIN {tasks} AS t ON t.id = c.{column(Claim, 'task')} "
-            f"WHERE c.{column(Claim, 'space')} = p_space AND {_live('c')} "
-            f"AND t.{column(Task, 'labels')} @> ARRAY[cap.label]::varchar[] LIMIT cap.most::int")
     return SqlFunction(caps.FULL_LABELS_FUNCTION, "p_space bigint", "varchar[]", f"""
-SELECT coalesce(array_agg(cap.label ORDER BY cap.label), '{{}}')::varchar[]
-FROM {space} AS s, jsonb_each_text(s.{caps_column}) AS cap(label, most)
-WHERE s.id = p_space AND (SELECT count(*) FROM ({held}) AS h) >= cap.most::int""")
+DECLARE
+    limits jsonb;
+    full_ones varchar[] := '{{}}';
+    cap record;
+    held integer;
+BEGIN
+    SELECT s.{caps_column} INTO limits FROM {space} AS s WHERE s.id = p_space;
+    IF limits IS NULL OR limits = '{{}}'::jsonb THEN
+        RETURN full_ones;
+    END IF;
+    FOR cap IN SELECT l.key AS label, l.value::int AS most FROM jsonb_each_text(limits) AS l ORDER BY l.key LOOP
+        SELECT count(*) INTO held FROM (SELECT 1 FROM {claims} AS c JOIN {tasks} AS t ON t.id = c.{column(Claim, 'task')}
+            WHERE c.{column(Claim, 'space')} = p_space AND {_live('c')}
+            AND t.{column(Task, 'labels')} @> ARRAY[cap.label]::varchar[] LIMIT cap.most) AS h;
+        IF held >= cap.most THEN
+            full_ones := full_ones || cap.label::varchar;
+        END IF;
+    END LOOP;
+    RETURN full_ones;
+END """, language="plpgsql")
 
 
 @cache
@@ -412,9 +443,9 @@ BEGIN
 END """)
 
 
-def member_at_cap_sql() -> str:
-    """Whether a member is at its cap of live claims. Params: space, member."""
-    return f"SELECT {caps.MEMBER_AT_CAP_FUNCTION}(%s, %s)"
+# Whether a member is at its cap of live claims, and the space's labels at theirs.
+CAPS_NOW = (f"SELECT {caps.MEMBER_AT_CAP_FUNCTION}(%(space)s, %(member)s), "
+            f"{caps.FULL_LABELS_FUNCTION}(%(space)s)")
 
 
 # --- Routines (tasks.routines, SPEC §22) -------------------------------------------------------------

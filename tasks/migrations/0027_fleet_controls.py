@@ -1,5 +1,6 @@
 """Fleet controls (SPEC §22): the parked status, setbacks, open_since, and the rules the
 database keeps for them, applied from where they are defined (``tasks.caps``, ``tasks.sql``)."""
+import django.db.models.functions.datetime
 import django.utils.timezone
 from django.db import migrations, models
 
@@ -34,12 +35,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='task',
             name='open_since',
-            field=models.DateTimeField(default=django.utils.timezone.now),
+            field=models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), default=django.utils.timezone.now),
         ),
         migrations.AddField(
             model_name='task',
             name='setbacks',
-            field=models.PositiveSmallIntegerField(default=0),
+            field=models.PositiveSmallIntegerField(db_default=0, default=0),
         ),
         migrations.AlterField(
             model_name='notification',

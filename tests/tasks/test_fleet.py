@@ -138,7 +138,7 @@ def test_aging_moves_a_long_ready_task_ahead(space, steward, writer):
 
 
 def test_next_takes_tasks_in_the_order_the_aged_list_shows(space, steward, writer):
-    """next finds the aged queue's head by each priority's oldest task (tasks.filters.aged_heads):
+    """next finds the aged queue's head by each priority's oldest task (tasks.filters.aged_head):
     it hands tasks out in exactly the order the list computes for every task."""
     import random
 

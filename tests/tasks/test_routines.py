@@ -155,3 +155,41 @@ def test_four_sweeping_processes_make_each_period_once_and_miss_none(space, stew
     assert periods == [periods[0] + timedelta(minutes=i) for i in range(len(periods))]  # none missed
     assert all(task is not None for _, task in runs)
     assert Task.objects.count() == len(runs)  # one task a period, never two
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_that_lost_its_database_across_period_boundaries_catches_up_once(space, steward):
+    """sweep --every loses its connection (pg_terminate_backend, as a restart does) while three
+    periods begin: once it is back, the routine makes one task, for the latest of them."""
+    import threading
+
+    from django.db import connection
+
+    routine = make(steward, schedule="* * * * *")
+    sweeper = subprocess.Popen([sys.executable, "-u", "manage.py", "sweep", "--every", "0.2"], cwd=ROOT,
+                               env=server_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(sweeper.stdout.readline, "")), daemon=True).start()
+
+    def wait_for(condition, what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not condition():
+            assert time.monotonic() < deadline, f"{what} did not happen"
+            time.sleep(0.05)
+
+    try:
+        wait_for(lambda: any(line.startswith("Swept:") for line in lines), "the first sweep")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        latest = routines.period_at(Routine.objects.get(pk=routine["id"]), datetime.now(UTC))
+        # Three periods began while it was away: its next run is the first of them.
+        Routine.objects.filter(pk=routine["id"]).update(next_run_at=latest - timedelta(minutes=2))
+        wait_for(lambda: "The database is back.\n" in lines, "a sweep after the dropped connection")
+        wait_for(lambda: RoutineRun.objects.filter(routine_id=routine["id"], task__isnull=False).exists(),
+                 "the catch-up")
+    finally:
+        sweeper.terminate()
+        sweeper.communicate(timeout=30)
+    made = RoutineRun.objects.get(routine_id=routine["id"], task__isnull=False)
+    assert made.period >= latest and Task.objects.count() == 1  # the latest period's, once

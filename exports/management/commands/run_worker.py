@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.loops import Beside, add_give_up_argument, positive_seconds, run_loop
 from exports.services import drain_exports
+from tasks.commands import fire_due_routines
 from webhooks.delivery import DEFAULT_SLOTS, Dispatcher
 
 
@@ -21,7 +22,8 @@ class Command(BaseCommand):
         "attempt failed; otherwise it polls, printing each failure with its reason, rides out a database restart "
         "(an export cut off mid-write is taken again once its lease runs out), and stops on SIGTERM or SIGINT "
         "once the exports it took are finished. Beside the exports it sends the space's webhooks (SPEC §17): up "
-        "to --slots endpoints at once, each in seq order, woken by the feed as events commit."
+        "to --slots endpoints at once, each in seq order, woken by the feed as events commit; and it makes the "
+        "routines' due tasks (SPEC §22), each period once, as sweep does."
     )
 
     def add_arguments(self, parser):
@@ -41,6 +43,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"Export {export}: {rows:,} {section} rows written…")
 
         def drain() -> list:
+            made = fire_due_routines()
+            if made:
+                self.stdout.write(f"Routines: {made} task(s) made.")
             outcomes = drain_exports(progress)
             for outcome in outcomes:
                 if outcome.state == "completed":
