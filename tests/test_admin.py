@@ -454,3 +454,22 @@ def test_questions_and_messages_are_listed_and_changed_by_nobody(admin_client, s
     assert "Reading the docs now." in admin_client.get(f"/admin/tasks/message/{message.pk}/change/").content.decode()
     assert admin_client.post(f"/admin/tasks/question/{question.pk}/delete/", {"post": "yes"}).status_code == 403
     assert admin_client.get("/admin/tasks/task/", {"status__exact": "waiting"}).status_code == 200
+
+
+def test_routines_are_listed_with_their_next_run_and_paused_through_the_commands(admin_client, space, steward):
+    """SPEC §22: the admin lists routines with their schedule and next run; its Pause and Resume
+    are the API's update command under the staff user's steward member (the page edits nothing)."""
+    from tasks.models import Routine
+
+    made = steward.api.post("/v1/spaces/agent-lab/routines",
+                            {"title": "Audit the dependencies", "schedule": "0 9 * * 1"}).json()
+    listed = admin_client.get("/admin/tasks/routine/")
+    assert listed.status_code == 200 and "Audit the dependencies" in listed.content.decode()
+    assert "0 9 * * 1" in listed.content.decode()
+    response = action(admin_client, "tasks/routine", "pause", [made["id"]])
+    assert response.status_code == 200 and messages_of(response) == ["Paused 1 routine(s)."]
+    routine = Routine.objects.get()
+    assert routine.enabled is False and routine.next_run_at is None
+    action(admin_client, "tasks/routine", "resume", [made["id"]])
+    assert Routine.objects.get().next_run_at is not None
+    assert admin_client.post(f"/admin/tasks/routine/{made['id']}/change/", {"title": "x"}).status_code == 403

@@ -353,3 +353,24 @@ def test_where_a_persons_check_accepts_the_attempt_waits_on_people_and_is_checke
     confirmed = act(lead, 1, "confirm", {"attempt": 1})
     assert confirmed.status_code == 200, confirmed.json()
     assert Task.objects.get().status == "done"
+
+
+def test_parked_work_waits_on_people_and_is_unparked_from_the_board_beside_the_routines(space, steward, writer):
+    """SPEC §22: a parked task is under Waiting on people with its setbacks, a steward unparks it
+    from the panel (the API's command); the page lists the routines with their next run."""
+    from spaces.models import Space
+
+    create_task(space=space, actor=steward.member, title="Flaky migration")
+    Space.objects.filter(pk=space.pk).update(max_cycles=1)
+    writer.api.post("/v1/spaces/agent-lab/next", {})
+    writer.api.post("/v1/spaces/agent-lab/tasks/1/give-back")
+    steward.api.post("/v1/spaces/agent-lab/routines", {"title": "Audit the dependencies", "schedule": "0 9 * * 1"})
+    lead = logged_in("lead", perms=("view_task", "change_task"))
+    data = lead.get(DATA).json()
+    assert data["columns"]["people"]["cards"] == [1] and data["cards"]["1"]["status"] == "parked"
+    assert data["cards"]["1"]["setbacks"] == 1
+    page = lead.get(BOARD).content.decode()
+    assert "Audit the dependencies" in page and "next run" in page
+    unparked = act(lead, 1, "unpark", {})
+    assert unparked.status_code == 200 and unparked.json()["card"]["status"] == "open"
+    assert act(lead, 1, "unpark", {}).json()["error"] == "task_not_parked"
