@@ -45,7 +45,7 @@ def spread(space_id: int) -> None:
         cursor.execute("""
             UPDATE tasks_task SET priority = (number * 7919) %% 5,
                    labels = CASE WHEN number %% 7 = 0 THEN ARRAY['gpu']::varchar[] ELSE '{}' END,
-                   open_since = now() - make_interval(secs => 36000.0 * (1 - number::float8 / %(last)s))
+                   ready_since = now() - make_interval(secs => 36000.0 * (1 - number::float8 / %(last)s))
             WHERE space_id = %(space)s AND status = 'open'""", {"space": space_id, "last": 40_000})
         cursor.execute("ANALYZE tasks_task")
 
@@ -84,7 +84,7 @@ def main() -> None:
         time.sleep(0.5)  # the last run's requests still in a worker end before the rows are reset
         configure(space, settings)
         reopen_all(space.pk)
-        spread(space.pk)  # reopening set open_since to now (the database's rule): spread them again
+        spread(space.pk)  # reopening set ready_since to now (the database's rule): spread them again
         return run_load(base, request, clients=args.agents, seconds=args.seconds)
 
     with gunicorn(url, workers=WORKERS) as base:

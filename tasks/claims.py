@@ -199,7 +199,7 @@ def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:
     and PostgreSQL lets go of a row lock when the savepoint it was taken in is rolled back. A
     ``next`` that kept the row of one round while it waited in the next round could wait for
     another that waits for it (lock order: commands.unit)."""
-    queue = ready_queue(space.pk, labels).order_by().select_for_update(of=("self",), no_key=True)
+    queue = ready_queue(space.pk, labels).select_for_update(of=("self",), no_key=True)
     waited = transaction.savepoint()
     try:
         return queue.values_list("pk", flat=True).first() is not None

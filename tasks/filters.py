@@ -34,15 +34,16 @@ NEXT_ORDER = ("priority", "number")  # the most urgent first, then the oldest (S
 
 
 def statement_time() -> Func:
-    """The statement's start: later than any ``open_since`` the statement can see (a task opened by
+    """The statement's start: later than any ``ready_since`` the statement can see (a task opened by
     a transaction that committed before it began), as the transaction's start is not."""
     return Func(template="statement_timestamp()", output_field=DateTimeField())
 
 
 def effective_priority(aging_minutes) -> Func:
     """SPEC §22 priority aging: a task's priority, better by one for every ``aging_minutes`` it
-    has been open, never past 0. ``aging_minutes`` is an expression (a statement's parameter)."""
-    open_for = Extract(ExpressionWrapper(statement_time() - F("open_since"), output_field=DurationField()), "epoch",
+    has been ready (``ready_since``), never past 0. ``aging_minutes`` is an expression (a
+    statement's parameter)."""
+    open_for = Extract(ExpressionWrapper(statement_time() - F("ready_since"), output_field=DurationField()), "epoch",
                        output_field=FloatField())
     steps = Floor(open_for / (aging_minutes * Value(60.0)), output_field=IntegerField())
     return Greatest(Value(0), F("priority") - steps, output_field=IntegerField())
@@ -75,7 +76,7 @@ def aged_head(space_id: int, labels: list[str], aging_minutes, priority, *, wher
     open. ``where``: a further condition on the tasks (``next``'s: no claim of the space is due)."""
     queue = (ready_queue(space_id, labels, full_labels=full_labels).filter(where, priority=priority)
              .alias(eff=effective_priority(aging_minutes)))
-    best = queue.order_by("open_since").annotate(best=effective_priority(aging_minutes)).values("best")[:1]
+    best = queue.order_by("ready_since").annotate(best=effective_priority(aging_minutes)).values("best")[:1]
     return (queue.filter(eff__lte=Subquery(best)).annotate(eff=effective_priority(aging_minutes))
             .order_by("number").values("id", "eff", "number")[:AGED_CANDIDATES])
 

@@ -29,6 +29,7 @@ from common.sql import ADVISORY_XACT_LOCK
 from spaces.models import Member, Space
 from spaces.selectors import as_int
 from tasks import errors, sql, wakeups
+from tasks.filters import statement_time
 from tasks.lifecycle import check_task_live, notify, record_event
 from tasks.models import (
     LIVE_STATUSES,
@@ -236,9 +237,11 @@ def remove_blocker(*, space: Space, number: object, blocker_number: object, acto
 
 
 def record_unblocked(task: Task, *, actor: Member | None, **details: object) -> None:
-    """The task's last blocker went: if that made it ready, say so (history, its creator)."""
+    """The task's last blocker went: if that made it ready, say so (history, its creator); its
+    priority ages from now (SPEC §22: by the time it has been ready)."""
     if task.status != TaskStatus.OPEN:
         return
+    Task.objects.filter(space_id=task.space_id, pk=task.pk).update(ready_since=statement_time())
     record_event(task=task, kind=EventKind.UNBLOCKED, actor=actor, **details)
     wakeups.work_ready(task.space_id)
     if task.creator_id is not None:

@@ -92,10 +92,10 @@ class Task(models.Model):
     title_terms = ArrayField(models.TextField(), default=list, blank=True, editable=False)
     # SPEC §22: rejected cycles, lapsed and given-back claims since it was created or unparked.
     setbacks = models.PositiveSmallIntegerField(default=0, db_default=0)
-    # When it last became open (SPEC §22 priority aging): set by the database on every path that
-    # opens a task (tasks.sql.open_since).
-    # Database defaults too: a process still running the code before them inserts tasks without either.
-    open_since = models.DateTimeField(default=timezone.now, db_default=Now())
+    # When it last became ready (SPEC §22 priority aging): set by the database on every path that
+    # opens a task (tasks.sql.ready_since), and when its last blocker goes (tasks.graph). Database
+    # defaults too: a process still running the code before them inserts tasks without either.
+    ready_since = models.DateTimeField(default=timezone.now, db_default=Now())
 
     objects = TaskManager()
 
@@ -117,7 +117,7 @@ class Task(models.Model):
             models.Index(fields=["space", "priority", "number"], name="task_open_by_priority",
                          condition=Q(status="open")),
             # SPEC §22 aging: each priority's longest-open ready task (tasks.filters.aged_head).
-            models.Index(fields=["space", "priority", "open_since"], name="task_open_by_age",
+            models.Index(fields=["space", "priority", "ready_since"], name="task_open_by_age",
                          condition=Q(status="open")),
             GinIndex(fields=["search"], name="task_search"),
             # The board's "done in the last 7 days": a done task is never updated again.

@@ -87,7 +87,7 @@ def create_task_statement() -> Statement:
         "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''", "created_at": "%(now)s",
         "updated_at": "%(now)s", "priority": "%(priority)s", "labels": "%(labels)s::varchar[]",
         "budget_usd": "%(budget_usd)s::numeric",
-        "title_terms": "%(terms)s::text[]", "setbacks": "0", "open_since": "%(now)s",
+        "title_terms": "%(terms)s::text[]", "setbacks": "0", "ready_since": "%(now)s",
     }
     created = Cte("created", f"{insert_select(Task, task_values)} FROM {numbered} RETURNING id, number",
                   columns=("id", "number"), reads=(numbered,))
@@ -292,13 +292,19 @@ def claim_next(aging: bool = False) -> tuple[Statement, list[str]]:
     if aging:
         # The aged queue's head (tasks.filters.aged_head), each priority's in turn (one copy of the
         # query for the planner), then the first by (effective priority, number) no one holds.
+        # Should every head be held (more agents taking work at once than AGED_CANDIDATES), the
+        # queue itself in the same order: PostgreSQL runs that branch only when the first is empty.
         head = named_sql(aged_head(SPACE.example, LABELS.example, Value(AGING.example), PRIORITY.example,
                                    where=~Exists(due), full_labels=full), SPACE, LABELS, NOW, AGING, FULL, PRIORITY)
         heads = (f"SELECT h.* FROM unnest(ARRAY{list(PRIORITIES)}) AS level(priority) "
                  f"CROSS JOIN LATERAL ({head.replace('%(priority)s', 'level.priority')}) AS h")
-        picked = (f"SELECT t.id FROM {task_table} AS t JOIN ({heads}) AS head ON head.id = t.id "
-                  f"WHERE t.{quote(Task._meta.get_field('status').column)} = '{TaskStatus.OPEN.value}' "
-                  "ORDER BY head.eff, head.number LIMIT 1 FOR NO KEY UPDATE OF t SKIP LOCKED")
+        first = (f"SELECT t.id FROM {task_table} AS t JOIN ({heads}) AS head ON head.id = t.id "
+                 f"WHERE t.{quote(Task._meta.get_field('status').column)} = '{TaskStatus.OPEN.value}' "
+                 "ORDER BY head.eff, head.number LIMIT 1 FOR NO KEY UPDATE OF t SKIP LOCKED")
+        queue = ready_queue(SPACE.example, LABELS.example, aging_minutes=Value(AGING.example), full_labels=full)
+        rest = (f"{named_sql(queue.filter(~Exists(due)).values('id')[:1], SPACE, LABELS, NOW, AGING, FULL)} "
+                f"FOR NO KEY UPDATE OF {task_table} SKIP LOCKED")
+        picked = f"SELECT id FROM ({first}) AS from_heads UNION ALL SELECT id FROM ({rest}) AS from_queue LIMIT 1"
     else:
         queue = ready_queue(SPACE.example, LABELS.example, full_labels=full).filter(~Exists(due)).values("id")[:1]
         picked = f"{named_sql(queue, SPACE, LABELS, NOW, FULL)} FOR NO KEY UPDATE OF {task_table} SKIP LOCKED"
@@ -331,13 +337,14 @@ def any_work(probes: list[str]) -> str:
 
 
 # --- Priority aging (SPEC §22) ------------------------------------------------------------------
-# A task's open_since is when it last became open, whichever path opened it (a give-back, a
-# lapse, a reopened cycle, an approval, an unpark): the database sets it, so no path forgets.
-# A create sets it with the row (its default).
+# A task's ready_since is when it last became ready: opened, whichever path opened it (a
+# give-back, a lapse, a reopened cycle, an approval, an unpark: the database sets it, so no path
+# forgets), or unblocked (tasks.graph.record_unblocked, the one place a task's last blocker goes).
+# A create sets it with the row.
 @cache
-def open_since() -> Trigger:
-    status, since, opened = column(Task, "status"), column(Task, "open_since"), TaskStatus.OPEN.value
-    return Trigger("tasks_open_since", on=Task._meta.db_table, timing="BEFORE UPDATE OF status", body=f"""
+def ready_since() -> Trigger:
+    status, since, opened = column(Task, "status"), column(Task, "ready_since"), TaskStatus.OPEN.value
+    return Trigger("tasks_ready_since", on=Task._meta.db_table, timing="BEFORE UPDATE OF status", body=f"""
 BEGIN
     IF NEW.{status} = '{opened}' AND OLD.{status} <> '{opened}' THEN
         NEW.{since} := statement_timestamp();

@@ -291,3 +291,35 @@ def test_spaces_work_without_hold_asks_and_gives_the_claim_back(tmp_path):
         question = json.loads(spaces_cli(base, creator, "--json", "inbox").stdout)["questions"][0]["id"]
         assert spaces_cli(base, creator, "answer", "1", str(question), "--option", "80").returncode == 0
         assert Task.objects.get().status == "open"
+
+
+def test_routines_and_unpark_from_the_command_line():
+    """SPEC §22: `spaces routines add|list|pause|resume|remove`, and `spaces unpark`."""
+    from spaces.models import Space
+    from tasks.models import Routine
+
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+    _, steward = member_with_key(space, "steward", "lead")
+    with gunicorn(workers=1) as base:
+        added = spaces_cli(base, steward, "routines", "add", "Audit the dependencies", "--schedule", "0 9 * * 1",
+                           "--timezone", "Europe/Paris", "--label", "deps")
+        assert added.returncode == 0 and "routine 1 'Audit the dependencies'  0 9 * * 1 Europe/Paris  next 20" in (
+            added.stdout), added.stdout
+        bad = spaces_cli(base, steward, "routines", "add", "Audit", "--schedule", "0 25 * * *")
+        assert bad.returncode == 1 and "schedule" in bad.stdout, bad.stdout
+        assert "routine 1 " in spaces_cli(base, writer, "routines").stdout
+        assert "paused" in spaces_cli(base, steward, "routines", "pause", "1").stdout
+        assert Routine.objects.get().enabled is False
+        assert "next 20" in spaces_cli(base, steward, "routines", "resume", "1").stdout
+        assert spaces_cli(base, steward, "routines", "remove", "1").stdout.strip() == "removed"
+        Space.objects.filter(pk=space.pk).update(max_cycles=1)
+        spaces_cli(base, writer, "create", "Flaky migration")
+        spaces_cli(base, writer, "next")
+        spaces_cli(base, writer, "give-back", "1")
+        assert Task.objects.get(number=1).status == "parked"
+        refused = spaces_cli(base, writer, "--json", "unpark", "1")
+        assert refused.returncode == 1 and json.loads(refused.stdout)["error"] == "forbidden", refused.stdout
+        unparked = spaces_cli(base, steward, "unpark", "1")
+        assert unparked.returncode == 0 and "unparked" in unparked.stdout, unparked.stdout
+    assert Task.objects.get(number=1).status == "open"

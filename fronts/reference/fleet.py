@@ -21,7 +21,7 @@ def fleet_section() -> dict:
                                       "tasks while their label is full"},
             "priority_aging_minutes": {"default": None, "range": "1-43200 or null (off)",
                                        "meaning": "a ready task's effective priority improves by one for every N "
-                                                  "minutes it has been open, never past 0; next, ready and "
+                                                  "minutes it has been ready (open and unblocked), never past 0; next, ready and "
                                                   "order=next order by it, then by number"},
             "max_cycles": {"default": None, "range": "1-100 or null (none)",
                            "meaning": "setbacks (an attempt rejected, a claim lapsed or given back) after which a "

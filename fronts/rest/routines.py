@@ -17,7 +17,8 @@ class RoutineListView(SpaceView):
     serializer_class = RoutineSerializer
     required_roles = {"GET": Role.READER, "POST": commands.create_routine.role}
 
-    @extend_schema(responses=inline_serializer("Routines", fields={"results": RoutineSerializer(many=True)}))
+    @extend_schema(operation_id="spaces_routines_list",
+                   responses=inline_serializer("Routines", fields={"results": RoutineSerializer(many=True)}))
     def get(self, request: Request, slug: str) -> Response:
         return self.run(commands.LIST_ROUTINES)
 

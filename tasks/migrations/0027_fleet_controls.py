@@ -1,4 +1,4 @@
-"""Fleet controls (SPEC §22): the parked status, setbacks, open_since, and the rules the
+"""Fleet controls (SPEC §22): the parked status, setbacks, ready_since, and the rules the
 database keeps for them, applied from where they are defined (``tasks.caps``, ``tasks.sql``)."""
 import django.db.models.functions.datetime
 import django.utils.timezone
@@ -6,16 +6,16 @@ from django.db import migrations, models
 
 
 def apply(apps, schema_editor) -> None:
-    from tasks.sql import claim_caps, full_labels, member_at_cap, open_since
+    from tasks.sql import claim_caps, full_labels, member_at_cap, ready_since
 
-    for rule in (member_at_cap(), full_labels(), claim_caps(), open_since()):
+    for rule in (member_at_cap(), full_labels(), claim_caps(), ready_since()):
         schema_editor.execute(rule.install_sql())
 
 
 def unapply(apps, schema_editor) -> None:
     schema_editor.execute("DROP TRIGGER IF EXISTS tasks_claim_caps ON tasks_claim; "
-                          "DROP TRIGGER IF EXISTS tasks_open_since ON tasks_task; "
-                          "DROP FUNCTION IF EXISTS tasks_claim_caps(); DROP FUNCTION IF EXISTS tasks_open_since(); "
+                          "DROP TRIGGER IF EXISTS tasks_ready_since ON tasks_task; "
+                          "DROP FUNCTION IF EXISTS tasks_claim_caps(); DROP FUNCTION IF EXISTS tasks_ready_since(); "
                           "DROP FUNCTION IF EXISTS tasks_full_labels(bigint); "
                           "DROP FUNCTION IF EXISTS tasks_member_at_cap(bigint, bigint);")
 
@@ -34,7 +34,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='task',
-            name='open_since',
+            name='ready_since',
             field=models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), default=django.utils.timezone.now),
         ),
         migrations.AddField(
@@ -62,10 +62,10 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(condition=models.Q(('status__in', ['proposed', 'waiting', 'parked', 'open', 'claimed', 'assigned', 'in_review', 'done', 'rejected', 'withdrawn', 'superseded'])), name='task_status_valid'),
         ),
         # An open task's aging counts from its last change (the best record there is of when it opened).
-        migrations.RunSQL("UPDATE tasks_task SET open_since = updated_at", migrations.RunSQL.noop),
+        migrations.RunSQL("UPDATE tasks_task SET ready_since = updated_at", migrations.RunSQL.noop),
         migrations.AddIndex(
             model_name='task',
-            index=models.Index(condition=models.Q(('status', 'open')), fields=['space', 'priority', 'open_since'], name='task_open_by_age'),
+            index=models.Index(condition=models.Q(('status', 'open')), fields=['space', 'priority', 'ready_since'], name='task_open_by_age'),
         ),
         migrations.RunPython(apply, unapply),
     ]

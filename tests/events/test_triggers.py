@@ -8,12 +8,12 @@ from django.db import connection
 
 from common.sql import Trigger
 from events.sql import seal
-from tasks.sql import claim_caps, full_labels, history_into_feed, member_at_cap, open_since
+from tasks.sql import claim_caps, full_labels, history_into_feed, member_at_cap, ready_since
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("trigger", [seal(), history_into_feed(), claim_caps(), open_since()], ids=lambda t: t.name)
+@pytest.mark.parametrize("trigger", [seal(), history_into_feed(), claim_caps(), ready_since()], ids=lambda t: t.name)
 def test_the_database_runs_the_trigger_its_app_defines(trigger: Trigger):
     with connection.cursor() as cursor:
         body, attached = trigger.installed(cursor)

@@ -129,7 +129,7 @@ def test_sixteen_agents_never_pass_the_caps(space, steward):
 def test_aging_moves_a_long_ready_task_ahead(space, steward, writer):
     create_task(space=space, actor=steward.member, title="Old chore", priority=3)
     create_task(space=space, actor=steward.member, title="Fresh urgent work", priority=1)
-    Task.objects.filter(number=1).update(open_since=timezone.now() - timedelta(minutes=95))
+    Task.objects.filter(number=1).update(ready_since=timezone.now() - timedelta(minutes=95))
     assert writer.api.get(f"{S}/tasks?ready=true&order=next").json()["results"][0]["id"] == 2  # aging off
     set_space(space, priority_aging_minutes=30)  # 95 minutes: three steps, 3 -> 0
     assert [t["id"] for t in writer.api.get(f"{S}/tasks?ready=true&order=next").json()["results"]] == [1, 2]
@@ -147,7 +147,7 @@ def test_next_takes_tasks_in_the_order_the_aged_list_shows(space, steward, write
     for i in range(40):
         create_task(space=space, actor=steward.member, title=f"Aged job {i}", priority=rng.randrange(5))
         # Ages a quarter step past a multiple of the aging step: no task changes step during the test.
-        Task.objects.filter(number=i + 1).update(open_since=now - timedelta(minutes=30 * rng.randrange(8) + 7))
+        Task.objects.filter(number=i + 1).update(ready_since=now - timedelta(minutes=30 * rng.randrange(8) + 7))
     set_space(space, priority_aging_minutes=30)
     listed = [t["id"] for t in writer.api.get(f"{S}/tasks?ready=true&order=next&limit=100").json()["results"]]
     handed = [writer.api.post(f"{S}/next").json()["task"]["id"] for _ in range(40)]
@@ -158,18 +158,27 @@ def test_next_takes_tasks_in_the_order_the_aged_list_shows(space, steward, write
 def test_aging_never_passes_zero_and_ties_go_to_the_lower_number(space, steward, writer):
     create_task(space=space, actor=steward.member, title="Urgent from the start", priority=0)
     create_task(space=space, actor=steward.member, title="Aged for days", priority=4)
-    Task.objects.filter(number=2).update(open_since=timezone.now() - timedelta(days=3))
+    Task.objects.filter(number=2).update(ready_since=timezone.now() - timedelta(days=3))
     set_space(space, priority_aging_minutes=1)
     assert writer.api.post(f"{S}/next").json()["task"]["id"] == 1
 
 
+def test_a_task_ages_from_when_it_became_ready_unblocked_included(space, steward, writer):
+    create_task(space=space, actor=steward.member, title="Ship the release")
+    create_task(space=space, actor=steward.member, title="Write the release notes", blocked_by=[1])
+    Task.objects.update(ready_since=timezone.now() - timedelta(hours=5))
+    before = timezone.now()
+    steward.api.post(f"{S}/tasks/1/withdraw", {"reason": "not needed"})
+    assert Task.objects.get(number=2).ready_since >= before  # ready from its blocker's end, not its open
+
+
 def test_a_task_ages_from_when_it_last_opened(space, steward, writer):
     create_task(space=space, actor=steward.member, title="Given back later", priority=3)
-    Task.objects.filter(number=1).update(open_since=timezone.now() - timedelta(hours=5))
+    Task.objects.filter(number=1).update(ready_since=timezone.now() - timedelta(hours=5))
     writer.api.post(f"{S}/next")
     before = timezone.now()
     writer.api.post(f"{S}/tasks/1/give-back")
-    assert Task.objects.get(number=1).open_since >= before  # the database set it, on this path as on any
+    assert Task.objects.get(number=1).ready_since >= before  # the database set it, on this path as on any
 
 
 # --- Dead letters ------------------------------------------------------------------------------
@@ -257,3 +266,39 @@ def test_sixteen_agents_on_two_server_hosts_never_pass_the_caps(space, steward):
     assert max(Counter(live.values_list("member_id", flat=True)).values()) == 2
     assert live.filter(task__labels__contains=["gpu"]).count() == 3
     assert live.count() == 32
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_every_head_of_the_aged_queue_held_next_still_finds_the_work_behind(space, steward, writer):
+    """More agents taking work at once than the heads next reads (AGED_CANDIDATES): with all of
+    them locked by other transactions, next hands out the next task of the queue instead of
+    finding none."""
+    from django.db import connection as main_connection
+
+    from tasks.filters import AGED_CANDIDATES
+
+    for i in range(AGED_CANDIDATES + 4):
+        create_task(space=space, actor=steward.member, title=f"Aged batch job {i}")
+    set_space(space, priority_aging_minutes=30)
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        from django.db import connection, transaction
+
+        try:
+            with transaction.atomic():
+                list(Task.objects.select_for_update().filter(number__lte=AGED_CANDIDATES).values_list("pk"))
+                held.set()
+                release.wait(60)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(30)
+        assert writer.api.post(f"{S}/next").json()["task"]["id"] == AGED_CANDIDATES + 1
+    finally:
+        release.set()
+        thread.join(60)
+        main_connection.close()
