@@ -67,8 +67,8 @@ def lapse_due(*, space_id: int | None = None, task: Task | None = None, now: dat
             if ended:
                 counters.LAPSES.inc(ended)
                 recompute_status(current)
-                if not parking.set_back(current, count=ended):
-                    wakeups.work_ready(current.space_id)  # (a parked task is no work)
+                parking.set_back(current, count=ended)
+                wakeups.work_ready(current.space_id)  # its task, or a place under a cap (SPEC §22)
                 lapsed += ended
     return lapsed
 

@@ -304,15 +304,17 @@ def test_routines_and_unpark_from_the_command_line():
     with gunicorn(workers=1) as base:
         added = spaces_cli(base, steward, "routines", "add", "Audit the dependencies", "--schedule", "0 9 * * 1",
                            "--timezone", "Europe/Paris", "--label", "deps")
-        assert added.returncode == 0 and "routine 1 'Audit the dependencies'  0 9 * * 1 Europe/Paris  next 20" in (
-            added.stdout), added.stdout
+        assert added.returncode == 0, added.stdout
+        made = Routine.objects.get()
+        assert added.stdout.startswith(f"routine {made.pk} 'Audit the dependencies'  0 9 * * 1 Europe/Paris  next 20")
+        assert made.labels == ["deps"]
         bad = spaces_cli(base, steward, "routines", "add", "Audit", "--schedule", "0 25 * * *")
         assert bad.returncode == 1 and "schedule" in bad.stdout, bad.stdout
-        assert "routine 1 " in spaces_cli(base, writer, "routines").stdout
-        assert "paused" in spaces_cli(base, steward, "routines", "pause", "1").stdout
+        assert f"routine {made.pk} " in spaces_cli(base, writer, "routines").stdout
+        assert "paused" in spaces_cli(base, steward, "routines", "pause", str(made.pk)).stdout
         assert Routine.objects.get().enabled is False
-        assert "next 20" in spaces_cli(base, steward, "routines", "resume", "1").stdout
-        assert spaces_cli(base, steward, "routines", "remove", "1").stdout.strip() == "removed"
+        assert "next 20" in spaces_cli(base, steward, "routines", "resume", str(made.pk)).stdout
+        assert spaces_cli(base, steward, "routines", "remove", str(made.pk)).stdout.strip() == "removed"
         Space.objects.filter(pk=space.pk).update(max_cycles=1)
         spaces_cli(base, writer, "create", "Flaky migration")
         spaces_cli(base, writer, "next")

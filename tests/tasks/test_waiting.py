@@ -312,3 +312,20 @@ def test_max_waits_per_key_is_1_to_100(steward, value, status):
     assert response.status_code == status, response.content
     if status == 200:
         assert response.json()["max_waits_per_key"] == value
+
+
+def test_a_place_freed_under_a_label_cap_wakes_a_waiting_agent(writer, writer2, steward, space):
+    """SPEC §22: with `gpu` at its cap, a waited next waits; a steward withdraws the gpu task that
+    held the place, and the waiter takes the other gpu task then, not at the end of its wait."""
+    from spaces.models import Space
+
+    for title in ("Train the small model", "Train the large model"):
+        create_task(space=space, actor=steward.member, title=title, labels=["gpu"])
+    Space.objects.filter(pk=space.pk).update(label_caps={"gpu": 1})
+    assert writer.api.post(f"{S}/next").json()["task"]["id"] == 1
+    waiting = Waiting(writer2, {"wait": 60})
+    waiting.start()
+    until_waiting(1)
+    assert steward.api.post(f"{S}/tasks/1/withdraw", {"reason": "wrong model"}).status_code == 200
+    waiting.join(45)  # far less than its wait: only a wake-up ends it this soon
+    assert not waiting.is_alive() and waiting.result()["task"]["id"] == 2
