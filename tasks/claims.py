@@ -164,8 +164,12 @@ def member_at_cap(space: Space, member: Member) -> errors.ClaimCap:
 
 
 def label_at_cap(task: Task) -> errors.ClaimCap:
-    """SPEC §22: the refusal of a claim on a task one of whose labels holds its cap of live claims."""
-    full = sorted(set(task.labels) & set(task.space.label_caps))
+    """SPEC §22: the refusal of a claim on a task one of whose labels holds its cap of live
+    claims, naming those labels (asked again: the trigger refused, and says no more)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.FULL_LABELS, {"space": task.space_id})
+        full = sorted(set(task.labels) & set(cursor.fetchone()[0]))
+    full = full or sorted(set(task.labels) & set(task.space.label_caps))  # freed since: name the capped ones
     return errors.ClaimCap(
         f"Task {task.number} carries a label at its cap of live claims ({', '.join(full)}): it can be claimed once "
         "one of them ends.", label_caps={label: task.space.label_caps[label] for label in full})

@@ -450,6 +450,8 @@ BEGIN
 END """)
 
 
+# The space's labels at their cap of live claims.
+FULL_LABELS = f"SELECT {caps.FULL_LABELS_FUNCTION}(%(space)s)"
 # Whether a member is at its cap of live claims, and the space's labels at theirs.
 CAPS_NOW = (f"SELECT {caps.MEMBER_AT_CAP_FUNCTION}(%(space)s, %(member)s), "
             f"{caps.FULL_LABELS_FUNCTION}(%(space)s)")

@@ -70,7 +70,7 @@ def test_a_cap_counts_only_live_claims(space, steward, writer):
 
 def test_next_skips_work_whose_label_is_at_its_cap(space, steward, writer, writer2):
     tasks_with(space, steward, ["gpu"], ["gpu", "docs"], [], ["gpu"])
-    set_space(space, label_caps={"gpu": 1})
+    set_space(space, label_caps={"gpu": 1, "docs": 5})
     assert writer.api.post(f"{S}/next").json()["task"]["id"] == 1
     assert writer2.api.post(f"{S}/next").json()["task"]["id"] == 3  # 2 and 4 carry gpu, at its cap
     third = make_persona(space, "writer", "writer3")
