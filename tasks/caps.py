@@ -7,7 +7,7 @@ space's capped labels whose tasks hold their cap of live claims). A trigger runs
 claim is inserted, whatever path inserts it (``next``'s statement, a claim by number, a join, an
 assignment): it takes an advisory lock on the member and on each capped label of the task, in
 that order, then asks the functions with a fresh snapshot, so two hosts racing for the last
-place are ordered and the second is refused (``CapReached``). ``next``'s queue leaves out the
+place are ordered and the second is refused (``cap_reached``). ``next``'s queue leaves out the
 tasks the same function says are full (``tasks.filters.ready_queue``), so a refusal is only
 ever a race lost, and ``next`` asks again.
 """
@@ -41,15 +41,7 @@ def not_full(space_id, full=None) -> Q:
     return ~Q(labels__overlap=full)
 
 
-class CapReached(Exception):
-    """The trigger refused a claim: ``member`` (the member's cap) or ``label``."""
-
-    def __init__(self, which: str) -> None:
-        super().__init__(which)
-        self.which = which
-
-
-def cap_reached(error: DatabaseError) -> CapReached | None:
-    """The cap a database error says was reached, if it is the trigger's refusal."""
-    code = getattr(error.__cause__, "sqlstate", None)
-    return {MEMBER_AT_CAP: CapReached("member"), LABEL_AT_CAP: CapReached("label")}.get(code)
+def cap_reached(error: DatabaseError) -> str | None:
+    """The cap a database error says the trigger refused a claim for — ``"member"`` or
+    ``"label"`` — or None when it is another error."""
+    return {MEMBER_AT_CAP: "member", LABEL_AT_CAP: "label"}.get(getattr(error.__cause__, "sqlstate", None))

@@ -69,7 +69,7 @@ def open_claim(*, task: Task, member: Member, origin: str, actor: Member | None 
         reached = caps.cap_reached(error)
         if reached is None:
             raise
-        raise (member_at_cap(task.space, member) if reached.which == "member" else label_at_cap(task)) from None
+        raise (member_at_cap(task.space, member) if reached == "member" else label_at_cap(task)) from None
     kind = {ClaimOrigin.NEXT: EventKind.CLAIMED, ClaimOrigin.JOIN: EventKind.JOINED}.get(origin, EventKind.ASSIGNED)
     record_event(task=task, kind=kind, actor=actor or member, member=member.pk, claim=claim.pk,
                  expires_at=claim.expires_at.isoformat(), cycle=task.cycle)
@@ -126,7 +126,7 @@ def claim_next_task(*, space: Space, member: Member,
             reached = caps.cap_reached(error)
             if reached is None:
                 raise
-            if reached.which == "member":
+            if reached == "member":
                 raise member_at_cap(space, member) from None
             continue  # a label's last place went to another claim a moment before: look again
         if due:

@@ -24,8 +24,7 @@ from spaces.catalog import normalize_work_item_id
 from commands.base import Command, Reply, command, validated
 from spaces.selectors import get_member
 from tasks import (
-    approvals, attempts, claims, graph, inbox, lapses, lifecycle, messages, parking, questions, routines, selectors,
-    services,
+    approvals, attempts, claims, graph, inbox, lapses, lifecycle, messages, questions, routines, selectors, services,
     similarity, stewardship, waiting,
 )
 from tasks.errors import SurvivorInvalid
@@ -330,7 +329,7 @@ def refuse_task(member: Member, *, unit: UnitOfWork, number: object, reason: str
 
 @command("unpark_task", Role.STEWARD)
 def unpark_task(member: Member, *, unit: UnitOfWork, number: object) -> Reply:
-    task = parking.unpark(task=selectors.get_task(space=member.space, number=number), actor=member)
+    task = stewardship.unpark(task=selectors.get_task(space=member.space, number=number), actor=member)
     return Reply(200, task_body(task))
 
 
@@ -531,14 +530,14 @@ def routine_body(routine: Routine) -> dict:
 
 @command("create_routine", Role.STEWARD, input=RoutineCreateSerializer)
 def create_routine(member: Member, *, unit: UnitOfWork, timezone: str, **data: Any) -> Reply:
-    routine = routines.create_routine(space=member.space, actor=member, timezone_name=timezone, **data)
+    routine = routines.create_routine(space=member.space, actor=member, time_zone=timezone, **data)
     return Reply(201, routine_body(routine))
 
 
 @command("update_routine", Role.STEWARD, input=RoutineUpdateSerializer)
 def update_routine(member: Member, *, unit: UnitOfWork, routine: object, **changes: Any) -> Reply:
     if "timezone" in changes:
-        changes["timezone_name"] = changes.pop("timezone")
+        changes["time_zone"] = changes.pop("timezone")
     return Reply(200, routine_body(routines.update_routine(space=member.space, routine_id=routine, **changes)))
 
 

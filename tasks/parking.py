@@ -5,16 +5,13 @@ given back. Each is counted on the task (``Task.setbacks``) by the transaction t
 under the task's row lock; when the count reaches the space's ``max_cycles`` and nobody holds
 the task any more, it is ``parked``: it keeps its conflict key and is not ready, the feed says
 ``task.parked`` and the stewards are notified. A steward unparks it (open again, its count back
-to 0) or withdraws it.
+to 0: ``tasks.stewardship.unpark``) or withdraws it.
 """
 from __future__ import annotations
 
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from spaces.models import Member
-from tasks import errors, wakeups
 from tasks.lifecycle import notify_stewards, record_event
 from tasks.models import EventKind, NotificationKind, Task, TaskStatus
 
@@ -34,17 +31,3 @@ def set_back(task: Task, *, count: int = 1) -> bool:
                     setbacks=task.setbacks)
     return True
 
-
-def unpark(*, task: Task, actor: Member) -> Task:
-    """A steward puts a parked task back in the queue: open, its setbacks counted from 0."""
-    with transaction.atomic():
-        # The row lock every change takes first (a parked task holds no claim to lapse).
-        task = Task.objects.select_for_update(of=("self",), no_key=True).select_related("space").get(pk=task.pk)
-        if task.status != TaskStatus.PARKED:
-            raise errors.TaskNotParked(f"Task {task.number} is {task.status}: only a parked task is unparked.",
-                                       task_status=task.status)
-        task.status, task.setbacks, task.updated_at = TaskStatus.OPEN, 0, timezone.now()
-        task.save(update_fields=["status", "setbacks", "updated_at"])
-        record_event(task=task, kind=EventKind.UNPARKED, actor=actor)
-        wakeups.work_ready(task.space_id)
-    return task

@@ -72,12 +72,12 @@ def period_at(routine: Routine, moment: datetime) -> datetime:
 # --- The steward's changes ----------------------------------------------------------------------
 
 
-def create_routine(*, space: Space, actor: Member, title: str, schedule: str, timezone_name: str = "UTC",
+def create_routine(*, space: Space, actor: Member, title: str, schedule: str, time_zone: str = "UTC",
                    **fields: Any) -> Routine:
-    check_schedule(schedule, timezone_name)
+    check_schedule(schedule, time_zone)
     check_overlap(fields.get("overlap", RoutineOverlap.SKIP), fields.get("work_item_id"))
     now = timezone.now()
-    routine = Routine(space=space, title=title, schedule=schedule, time_zone=timezone_name, created_by=actor,
+    routine = Routine(space=space, title=title, schedule=schedule, time_zone=time_zone, created_by=actor,
                       created_at=now, updated_at=now, **fields)
     routine.next_run_at = period_after(routine, now)
     routine.save()
@@ -103,8 +103,6 @@ def update_routine(*, space: Space, routine_id: object, **changes: Any) -> Routi
     """Change a routine; its next run follows its schedule, zone and whether it is enabled."""
     with transaction.atomic():
         routine = get_routine(space=space, routine_id=routine_id, lock=True)
-        if "timezone_name" in changes:
-            changes["time_zone"] = changes.pop("timezone_name")
         for name, value in changes.items():
             setattr(routine, name, value)
         check_schedule(routine.schedule, routine.time_zone)

@@ -1,4 +1,5 @@
-"""Stewards recover duplicates and close work (SPEC §5): supersede, withdraw, reject.
+"""Stewards recover duplicates and close work (SPEC §5): supersede, withdraw, reject; and put
+parked work back in the queue (SPEC §22).
 
 Each locks the task rows it changes (in pk order when there are two, so two supersedes
 crossing each other cannot deadlock), records an attributed history event, ends live
@@ -11,7 +12,7 @@ from django.utils import timezone
 
 from allocation import services as allocation
 from spaces.models import Member, Role
-from tasks import errors, graph, questions
+from tasks import errors, graph, questions, wakeups
 from tasks.claims import end_claims
 from tasks.lifecycle import check_task_live, live_claims, notify, record_event, release_occupancy
 from tasks.models import (
@@ -105,4 +106,18 @@ def reject_task(*, task: Task, actor: Member | None, reason: str = "") -> Task:
         check_task_live(task)
         close_task(task, status=TaskStatus.REJECTED, actor=actor, reason=reason)
         record_event(task=task, kind=EventKind.REJECTED, actor=actor, reason=reason)
+    return task
+
+
+def unpark(*, task: Task, actor: Member) -> Task:
+    """A steward puts a parked task back in the queue (SPEC §22): open, its setbacks counted from 0."""
+    with transaction.atomic():
+        (task,) = lock_tasks(task)
+        if task.status != TaskStatus.PARKED:
+            raise errors.TaskNotParked(f"Task {task.number} is {task.status}: only a parked task is unparked.",
+                                       task_status=task.status)
+        task.status, task.setbacks, task.updated_at = TaskStatus.OPEN, 0, timezone.now()
+        task.save(update_fields=["status", "setbacks", "updated_at"])
+        record_event(task=task, kind=EventKind.UNPARKED, actor=actor)
+        wakeups.work_ready(task.space_id)
     return task

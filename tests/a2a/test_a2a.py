@@ -331,3 +331,18 @@ def test_the_base_url_serves_with_and_without_its_trailing_slash(writer, anonymo
                                          "params": message("Sent to the slashed base")},
                                headers={"A2A-Version": "1.0"})
     assert response.status_code == 200 and response.json()["result"]["task"]["id"] == "1"
+
+
+def test_a_parked_task_is_submitted_work_waiting_to_go_back_in_the_queue(writer, steward, space):
+    """SPEC §22 on A2A: a parked task is TASK_STATE_SUBMITTED (not ended, not worked on)."""
+    from spaces.models import Space
+    from tests.factories import create_task
+
+    create_task(space=space, actor=steward.member, title="Flaky migration")
+    Space.objects.filter(pk=space.pk).update(max_cycles=1)
+    writer.api.post(f"{S}/next")
+    writer.api.post(f"{S}/tasks/1/give-back")
+    assert Task.objects.get(number=1).status == TaskStatus.PARKED
+    assert rpc(writer, "GetTask", {"id": "1"})["result"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    submitted = rpc(writer, "ListTasks", {"status": "TASK_STATE_SUBMITTED"})["result"]
+    assert [t["id"] for t in submitted["tasks"]] == ["1"]  # listed by the state it shows
