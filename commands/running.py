@@ -42,11 +42,13 @@ def answer_of(call) -> Answer:
 
 
 def run_command(caller: Caller, command: Command, *, front: str, data: Any = None,
-                idempotency_key: str | None = None, **lookups: Any) -> Answer:
+                idempotency_key: str | None = None, followed_until: float | None = None,
+                **lookups: Any) -> Answer:
     """``command`` for ``caller``: its reply (status and JSON body) or its refusal (the REST
     problem body), as an answer. ``front`` names the operation's path (``/{front}/{command}``),
     so the same key sent to the same command through one front replays. A refusal of the
-    runner itself (a reused or malformed idempotency key, one in progress) is raised."""
+    runner itself (a reused or malformed idempotency key, one in progress) is raised, and so is
+    ``WaitElsewhere`` for a caller that follows a wait itself (``followed_until``, run_unit's)."""
     def act(who: Member, unit: UnitOfWork | None = None) -> Answer:
         reply = command(who, unit=unit, data=data, **lookups)
         return Answer(reply.status, json.loads(json.dumps(reply.body, cls=JSONEncoder)), secret=reply.secret)
@@ -60,7 +62,7 @@ def run_command(caller: Caller, command: Command, *, front: str, data: Any = Non
     idempotent = None if not idempotency_key else Idempotent(
         raw_key=caller.raw_key, key=idempotency_key, method=front.upper(), path=f"/{front}/{command.name}",
         body={"data": data, **lookups})
-    _, answer = run_unit(work, idempotent=idempotent, caller_key=caller.key_id)
+    _, answer = run_unit(work, idempotent=idempotent, caller_key=caller.key_id, followed_until=followed_until)
     if answer is None:
         raise Unauthenticated()
     return answer

@@ -37,7 +37,7 @@ from django.db import connection, transaction
 
 from idempotency import errors
 from idempotency.first_touch import relock, touch_first
-from idempotency.services import check_tuple, request_fingerprint, settle_operation
+from idempotency.services import carry, check_tuple, request_fingerprint, settle_operation
 from idempotency.models import Operation, OperationState
 from common import gate
 from common.idempotency_keys import check_idempotency_key
@@ -116,6 +116,14 @@ class Waiting:
     requested: bool = False  # the last run asked to wait (UnitOfWork.wait_for)
     client_gone: Callable[[], bool] | None = None  # the front's: has the caller hung up?
     carried: dict[str, Any] = field(default_factory=dict)  # what a run committed, for the runs after it
+    block: bool = True  # False: the caller follows the wait elsewhere (``WaitElsewhere``)
+
+
+class WaitElsewhere(Exception):
+    """The work found nothing yet and may wait, but its caller follows it elsewhere instead of
+    holding this request open (an MCP task, polled with ``tasks/get``: fronts.mcp.long_calls).
+    Nothing of this run was written but what a phase of its own committed and carried; the
+    caller runs the same operation again, with the same deadline, to learn how it ends."""
 
 
 class ClientGone(Exception):
@@ -242,14 +250,20 @@ class UnitOfWork:
 
     def carried(self, name: str) -> Any:
         """What an earlier run of this waiting unit committed and ``carry``-ed (None: nothing).
-        A command that writes before it waits (``ask`` with ``wait``) commits its write in a
-        phase of its own and carries it, so the runs after a wake-up read it instead of
-        writing again."""
-        return self.waiting.carried.get(name) if self.waiting is not None else None
+        A command that writes before it waits (``ask`` with ``wait``) carries its write and
+        commits it in a phase of its own, so the runs after a wake-up read it instead of
+        writing again. A unit with an operation keeps it on the operation too, so an attempt
+        in another request (a retry after a crash, a poll of an MCP task) reads it as well."""
+        if self.waiting is not None and name in self.waiting.carried:
+            return self.waiting.carried[name]
+        return (self.operation.carried or {}).get(name) if self.operation is not None else None
 
     def carry(self, name: str, value: Any) -> None:
+        """Before the phase that commits it: ``value`` commits with what it names."""
         if self.waiting is not None:
             self.waiting.carried[name] = value
+        if self.operation is not None:
+            carry(operation=self.operation, name=name, value=value)
 
     def lock_params(self) -> dict[str, Any]:
         """The unit's liveness lock, as the mutation statement takes it (``LOCK_KEY``)."""
@@ -267,8 +281,8 @@ def in_progress() -> errors.IdempotencyInProgress:
 
 
 def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | None = None,
-             client_gone: Callable[[], bool] | None = None,
-             caller_key: int | None = None) -> tuple[ApiKey | None, Answer | None]:
+             client_gone: Callable[[], bool] | None = None, caller_key: int | None = None,
+             followed_until: float | None = None) -> tuple[ApiKey | None, Answer | None]:
     """Run ``work`` as one unit of work; ``(key, answer)``.
 
     Without ``idempotent`` the key is the front's business (None here) and the answer is the
@@ -283,16 +297,23 @@ def run_unit(work: Callable[[UnitOfWork], Answer], *, idempotent: Idempotent | N
     claiming for no one (the work goes to the next waiter in line). ``caller_key``: the API key
     the front authenticated (a keyed unit's own is the first touch's), whose waits are counted
     before the first one begins (SPEC §15 Capacity: a refusal then, with nothing written).
+
+    ``followed_until`` (a ``time.monotonic()`` instant): the caller follows a waiting request
+    elsewhere, by running it again until then (an MCP task's polls): its wait ends at that
+    instant whatever the work asks, and instead of waiting here the runner raises
+    ``WaitElsewhere``. Its polls are not waits: they hold nothing between them.
     """
     fingerprint = None
     if idempotent is not None:
         check_idempotency_key(idempotent.key)
         fingerprint = request_fingerprint(idempotent.method, idempotent.path, idempotent.body)
-    waiting = Waiting(client_gone=client_gone)
+    waiting = Waiting(client_gone=client_gone, deadline=followed_until, block=followed_until is None)
     woken_at = None
     try:
         while True:
             outcome = run_once(work, idempotent, fingerprint, waiting)
+            if waiting.requested and not waiting.block:
+                raise WaitElsewhere()
             if not waiting.requested:
                 if woken_at is not None:  # its answer came after a wake-up: how long the pickup took
                     counters.PICKUP.observe(time.monotonic() - woken_at)

@@ -53,6 +53,10 @@ class Operation(models.Model):
     # An answer that carried a secret is stored without it; this says how a replay gets a
     # fresh one (spaces.secrets): {"kind", "fields", "ref"}.
     secret = models.JSONField(null=True, blank=True)
+    # What a waiting attempt committed before it waited (``UnitOfWork.carry``: the question an
+    # ``ask`` with ``wait`` wrote), so a later attempt at the operation reads it instead of
+    # writing it again: an attempt in another process, or a poll of an MCP task (fronts.mcp).
+    carried = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)

@@ -90,6 +90,12 @@ def settle_operation(*, operation: Operation, status: int, body: Any, headers: d
     return settled.verdict == ObservationVerdict.APPLIED
 
 
+def carry(*, operation: Operation, name: str, value: Any) -> None:
+    """Keep ``value`` on ``operation`` under ``name``, in the attempt's transaction (``carried``)."""
+    operation.carried = {**(operation.carried or {}), name: value}
+    Operation.objects.filter(pk=operation.pk).update(carried=operation.carried)
+
+
 def expire_operations(*, dry_run: bool = False, ids: list[int] | None = None) -> int:
     """Leases that ran out become ``unknown`` (retryable); returns how many.
 

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "exports",
     "webhooks",
     "costs",
+    "calls",
     "fronts",
 ]
 

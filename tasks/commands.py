@@ -348,8 +348,8 @@ def ask_question(member: Member, *, unit: UnitOfWork, number: object, wait: floa
     if asked is None:
         question = questions.ask(task=selectors.get_task(space=member.space, number=number), asker=member, **data)
         if wait:
+            unit.carry("question", question.pk)  # with the question: a later attempt reads it
             unit.commit_phase()  # asked, whatever the wait brings
-            unit.carry("question", question.pk)
     else:
         question = Question.objects.select_related("task").get(space_id=member.space_id, pk=asked)
     seen = waiting.REGISTRY.generation(member.space_id)

@@ -127,9 +127,14 @@ def addressees(question: Question) -> list[int]:
                 .exclude(pk=question.asker_id).values_list("pk", flat=True))
 
 
+def addressed_to(member: Member):
+    """The space's open questions addressed to ``member``, oldest first."""
+    return Question.objects.filter(space_id=member.space_id, state=QuestionState.OPEN, addressee=member).order_by("pk")
+
+
 def awaits_answer_by(member: Member) -> bool:
     """Whether an open question of the space is addressed to ``member``."""
-    return Question.objects.filter(space_id=member.space_id, state=QuestionState.OPEN, addressee=member).exists()
+    return addressed_to(member).exists()
 
 
 def to_creator(*, space_id: int, number: object):

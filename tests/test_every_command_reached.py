@@ -12,7 +12,7 @@ from pathlib import Path
 from commands.base import COMMANDS, Command
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS_WITH_COMMANDS = ("costs", "exports", "spaces", "tasks", "webhooks")
+APPS_WITH_COMMANDS = ("calls", "costs", "exports", "spaces", "tasks", "webhooks")
 
 
 def every_command() -> dict[str, Command]:

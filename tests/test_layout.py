@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("allocation", "commands", "common", "costs", "events", "exports", "fronts", "idempotency", "spaces", "tasks",
             "telemetry", "webhooks")
-DOMAIN = ("allocation", "common", "costs", "events", "exports", "idempotency", "spaces", "tasks", "webhooks")
+DOMAIN = ("allocation", "calls", "common", "costs", "events", "exports", "idempotency", "spaces", "tasks", "webhooks")
 
 
 def module_name(path: Path) -> str:

@@ -146,7 +146,7 @@ class MCPEndpoint(APIView):
         super().initial(request, *args, **kwargs)
 
     def answer(self, request: Request) -> HttpResponse:
-        from fronts.mcp.tools import CALLER
+        from fronts.mcp.answers import CALLER
         from commands.running import Caller
 
         raw_key = bearer_token(request.META.get("HTTP_AUTHORIZATION", "")) or ""

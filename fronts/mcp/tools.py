@@ -12,10 +12,8 @@ about a second of every process start).
 """
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
-import json
 from typing import Any, Callable
 
 from asgiref.sync import sync_to_async
@@ -25,11 +23,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from pydantic import ValidationError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 
 from common.refusals import DomainError, InvalidRequest
 from common.version import project_version
-from commands.running import Caller, answer_of, run_command
+from commands.running import answer_of, run_command
 from costs import commands as cost_commands
 from spaces import commands as space_commands
 from commands.base import COMMANDS, Command
@@ -37,22 +35,13 @@ from spaces.models import Member, Role
 from spaces.permissions import role_refusal
 from events import feed
 from fronts import feed as feed_http
+from fronts.mcp import long_calls
+from fronts.mcp.answers import CALLER, Refused, result
 from fronts.reference import build_reference
 from tasks import approvals, commands, graph, questions
 from fronts.task_filters import filter_tasks
 from tasks.serializers import TaskSerializer
 from tasks.waiting import REGISTRY
-
-
-CALLER: contextvars.ContextVar[Caller] = contextvars.ContextVar("mcp_caller")
-
-
-class Refused(Exception):
-    """A tool's refusal: the REST problem body, sent as the error result's structured content."""
-
-    def __init__(self, body: dict) -> None:
-        super().__init__(body.get("detail", ""))
-        self.body = body
 
 
 def member(role: str = Role.READER) -> Member:
@@ -78,19 +67,18 @@ def command_result(command: Command, *, data: Any = None, idempotency_key: str |
     runs as one unit of work, by the same runner; with ``idempotency_key`` the unit is an attempt
     at an operation (SPEC §7.1), so a retry answers with the first outcome instead of doing the
     work twice. The answer is the command's reply body; a refusal, the REST problem body."""
+    following = long_calls.FOLLOWING.get()
     try:
-        answer = run_command(CALLER.get(), command, front="mcp", data=data, idempotency_key=idempotency_key,
-                             **lookups)
+        if following is not None and following.command == command.name:  # it may become an MCP task
+            answer = following.start(CALLER.get(), command, data=data, idempotency_key=idempotency_key, **lookups)
+        else:
+            answer = run_command(CALLER.get(), command, front="mcp", data=data, idempotency_key=idempotency_key,
+                                 **lookups)
     except DomainError as error:
         raise Refused(error.as_body()) from None
     if answer.status >= 400:
         raise Refused(answer.body)
     return answer.body
-
-
-def result(body: Any, *, error: bool = False) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], structured_content=body,
-                          is_error=error)
 
 
 def answered(fn: Callable[..., Any], arguments: dict[str, Any]) -> CallToolResult:
@@ -189,6 +177,7 @@ def invalid_arguments(fields: dict[str, list[str]]) -> dict:
 
 # The server names itself and this project's version in its MCP handshake, not the library's.
 server = SpacesServer(name="spaces", version=project_version(), log_level="WARNING",  # Django's LOGGING decides
+                      extensions=[long_calls.TasksExtension()],
                    instructions="Coordination of an agent team's work: create tasks once, claim the most "
                                 "urgent ready one, deliver numbered attempts, check each other's.")
 

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand
 
+from calls.services import purge_long_calls
 from idempotency.services import expire_operations, purge_operations
 from allocation.services import expire_reservations, purge_conflict_counts
 from common.loops import add_give_up_argument, positive_seconds, run_loop
@@ -14,7 +15,7 @@ from tasks.commands import fire_due_routines
 class Command(BaseCommand):
     help = (
         "Every expiry in one go: reservations, claims, questions past their deadline, operation leases; the "
-        "routines' due periods, each made once; then purge old operations, "
+        "routines' due periods, each made once; then purge old operations, the long calls (MCP tasks) that run them, "
         "rate counters, conflict counts, catalog changes and feed events past their space's retention. "
         "Safe to run from several places at once: each item is changed by one compare-and-set, so a second "
         "run changes nothing."
@@ -36,6 +37,7 @@ class Command(BaseCommand):
                 "operation leases": expire_operations(dry_run=dry_run),
                 "routine tasks": fire_due_routines(dry_run=dry_run),
                 "old operations": purge_operations(dry_run=dry_run),
+                "old long calls": purge_long_calls(dry_run=dry_run),
                 "old rate counters": purge_rate_counters(dry_run=dry_run),
                 "old conflict counts": purge_conflict_counts(dry_run=dry_run),
                 "old catalog changes": purge_catalog_changes(dry_run=dry_run),

@@ -1,0 +1,22 @@
+"""Reads of long calls, for the front that follows them."""
+from __future__ import annotations
+
+import uuid
+
+from calls.models import LongCall
+from common.refusals import NotFound
+from spaces.models import Member
+
+
+def get_call(member: Member, call_id: object, *, lock: bool = False) -> LongCall:
+    """The member's own long call ``call_id`` (``lock``: its row, for a change): another
+    member's is as unknown as none."""
+    try:
+        key = uuid.UUID(str(call_id))
+    except ValueError:
+        key = None
+    calls = LongCall.objects.select_for_update() if lock else LongCall.objects
+    found = calls.filter(pk=key, member=member).first() if key is not None else None
+    if found is None:
+        raise NotFound(f"No task {str(call_id)[:100]!r} of yours.")
+    return found
