@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from commands.base import COMMANDS
+from fronts.mcp.outputs import OUTPUTS
 from tasks import commands as task_commands  # noqa: F401  (registers the task commands)
 from tests.conftest import load_agent_lab
 from tests.factories import member_with_key
@@ -191,6 +192,8 @@ def through_mcp(base: str) -> list[tuple[int, Any]]:
         text = result["content"][0]["text"] if result.get("content") else "null"
         body = json.loads(text[text.index("{"):] if result.get("isError") else text)
         answers.append((body.get("status", 200) if result.get("isError") else 200, body))
+        if not result.get("isError"):  # SPEC §23: its output schema names every field it answers
+            assert set(body) <= set(OUTPUTS[MCP_TOOLS.get(name, name)]), (name, sorted(body))
     return answers
 
 

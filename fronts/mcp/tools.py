@@ -37,6 +37,7 @@ from events import feed
 from fronts import feed as feed_http
 from fronts.mcp import long_calls
 from fronts.mcp.answers import CALLER, Refused, result
+from fronts.mcp.outputs import output_schema
 from fronts.reference import build_reference
 from tasks import approvals, commands, graph, questions
 from fronts.task_filters import filter_tasks
@@ -117,7 +118,7 @@ class SpacesServer(MCPServer):
     async def list_tools(self):
         """The tools the caller's role may call, each schema saying what ``call_tool`` enforces (no
         argument beyond its own) in as few bytes as say it: the listing is read into an agent's
-        context on every connection (a writer's is under 12 KB with its annotations, tests/test_mcp.py)."""
+        context on every connection (a writer's is under 15 KB with its annotations and output fields, tests/test_mcp.py)."""
         caller = CALLER.get().member
         steward = role_refusal(caller, Role.STEWARD) is None
         approver = steward or await sync_to_async(approvals.awaits_decision_by, thread_sensitive=True)(caller)
@@ -126,7 +127,7 @@ class SpacesServer(MCPServer):
                  and (approver or listed.name not in APPROVER_TOOLS) and (answerer or listed.name not in ANSWERER_TOOLS)]
         for listed in tools:
             listed.input_schema = {**compact(listed.input_schema), "additionalProperties": False}
-            listed.output_schema = compact(listed.output_schema) if listed.output_schema else None
+            listed.output_schema = output_schema(listed.name)
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
