@@ -16,7 +16,7 @@ from functools import cache
 
 from contextlib import nullcontext
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from common.refusals import InvalidRequest
@@ -43,6 +43,8 @@ from tasks.models import (
 from tasks.filters import ready_queue
 from tasks.lapses import due_claims, lapse_due
 from tasks.selectors import get_task
+
+DEADLOCK_DETECTED = "40P01"
 
 
 def claim_expiry(space: Space, now: datetime) -> datetime:
@@ -202,11 +204,20 @@ def ready_once_unlocked(*, space: Space, labels: list[str]) -> bool:
     The wait keeps nothing: the lock it waited for is taken in a savepoint that is rolled back,
     and PostgreSQL lets go of a row lock when the savepoint it was taken in is rolled back. A
     ``next`` that kept the row of one round while it waited in the next round could wait for
-    another that waits for it (lock order: commands.unit)."""
+    another that waits for it (lock order: commands.unit).
+
+    The claim statement itself may keep a row it locked and did not claim (PostgreSQL keeps the
+    lock on a row that a recheck after ``SKIP LOCKED`` leaves out), so two such waits, each seeing
+    the queue in its own snapshot, can still wait on each other: PostgreSQL then ends one wait
+    (``deadlock_detected``, after its ``deadlock_timeout``) and that ``next`` looks again."""
     queue = ready_queue(space.pk, labels).select_for_update(of=("self",), no_key=True)
     waited = transaction.savepoint()
     try:
         return queue.values_list("pk", flat=True).first() is not None
+    except OperationalError as error:
+        if getattr(error.__cause__, "sqlstate", None) != DEADLOCK_DETECTED:
+            raise
+        return True  # a task may be ready: the statement runs again
     finally:
         transaction.savepoint_rollback(waited)
 

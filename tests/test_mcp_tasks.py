@@ -69,10 +69,11 @@ async def follow_as_tasks(base: str, key: str, calls: list[tuple[str, dict]], *,
     tasks/update; ``cancel`` cancels it at once). What was seen, by call."""
     from mcp import ClientSession
     from mcp.client.extension import ResultClaim
+    from mcp.shared.exceptions import MCPError
     from mcp_types import CallToolResult, EmptyResult
 
     TaskIdParams, UpdateParams, GetTask, UpdateTask, CancelTask, CreatedTask, TaskState = task_types()
-    seen: dict[str, Any] = {"tasks": [], "statuses": [], "results": []}
+    seen: dict[str, Any] = {"tasks": [], "statuses": [], "results": [], "update_errors": []}
 
     async def resolve(created, session) -> CallToolResult:
         seen["tasks"].append(created.task_id)
@@ -83,8 +84,11 @@ async def follow_as_tasks(base: str, key: str, calls: list[tuple[str, dict]], *,
             seen["statuses"].append(state.status)
             if state.status == "input_required" and answer_inputs is not None:
                 responses = answer_inputs(state.input_requests)
-                await session.send_request(UpdateTask(params=UpdateParams(
-                    task_id=created.task_id, input_responses=responses)), EmptyResult)
+                try:
+                    await session.send_request(UpdateTask(params=UpdateParams(
+                        task_id=created.task_id, input_responses=responses)), EmptyResult)
+                except MCPError as error:
+                    seen["update_errors"].append((error.error.code, (error.error.data or {}).get("error")))
             elif state.status in ("completed", "failed", "cancelled"):
                 if state.status != "completed":
                     return CallToolResult(content=[], is_error=True, structured_content={"status": state.status})
@@ -154,21 +158,26 @@ def test_a_question_to_the_caller_is_input_required_and_its_answer_goes_through_
     from tasks.questions import ask
     from commands.unit import in_transaction
     in_transaction(ask, task=task, asker=steward, to="creator", body="Which port?", options=["80", "443"])
+    other = create_task(space=space, actor=agent, title="Also the agent's")
+    in_transaction(ask, task=other, asker=steward, to="creator", body="Which colour?")
     asked: list[dict] = []
 
     def answer(requests: dict) -> dict:
         asked.append(requests)
-        [(key, request)] = requests.items()
-        assert request["method"] == "elicitation/create" and "Which port?" in request["params"]["message"]
-        assert request["params"]["requestedSchema"]["properties"]["option"]["enum"] == ["80", "443"]
-        return {key: {"action": "accept", "content": {"option": "443"}}}
+        port, colour = sorted(requests, key=lambda key: int(key.split("-")[1]))
+        assert requests[port]["method"] == "elicitation/create" and "Which port?" in requests[port]["params"]["message"]
+        assert requests[port]["params"]["requestedSchema"]["properties"]["option"]["enum"] == ["80", "443"]
+        if len(asked) == 1:  # an option the question does not offer: refused, still outstanding
+            return {port: {"action": "accept", "content": {"option": "8080"}}}
+        return {port: {"action": "accept", "content": {"option": "443"}}, colour: {"action": "decline"}}
 
     with gunicorn(workers=2) as base:
-        seen = anyio.run(lambda: follow_as_tasks(base, writer, [("next_task", {"wait": 3})], answer_inputs=answer))
-    assert "input_required" in seen["statuses"] and len(asked) == 1
-    question = Question.objects.get()
-    assert question.state == "answered" and question.option == "443" and question.answered_by_id == agent.pk
-    assert seen["statuses"][-1] == "completed"
+        seen = anyio.run(lambda: follow_as_tasks(base, writer, [("next_task", {"wait": 4})], answer_inputs=answer))
+    assert seen["update_errors"] == [(-32602, "invalid_request")] and len(asked) == 2
+    assert seen["statuses"][-1] == "completed"  # and the declined one was not asked again (len(asked))
+    port, colour = Question.objects.order_by("pk")
+    assert port.state == "answered" and port.option == "443" and port.answered_by_id == agent.pk
+    assert colour.state == "open"  # declined: not answered, and not asked of the task again
 
 
 def test_a_waited_ask_is_a_task_that_ends_with_the_answer_and_asks_once():

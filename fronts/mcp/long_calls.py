@@ -134,23 +134,30 @@ def poll(caller: Caller, task_id: str) -> dict[str, Any]:
 
 
 def update(caller: Caller, task_id: str, responses: dict[str, Any]) -> dict[str, Any]:
-    """``tasks/update``: each accepted elicitation answers its question (the ``answer`` command,
-    first answer wins); a declined one is set aside. Keys not outstanding are ignored."""
+    """``tasks/update``: each accepted elicitation answers its question (the ``answer`` command:
+    the first answer wins, so one answered meanwhile is set aside too); a declined one is set
+    aside. Keys not outstanding are ignored. An answer the command refuses (an option not among
+    the question's) stays outstanding, and the refusal is the request's error."""
     call = get_call(caller.member, task_id)
     outstanding = input_requests(caller, call.responded)
-    handled = []
+    handled, refused = [], None
     for key, response in responses.items():
         if key not in outstanding or not isinstance(response, dict):
             continue
-        handled.append(key)
         content = response.get("content") if isinstance(response.get("content"), dict) else {}
         if response.get("action") == "accept":
             question = outstanding[key][0]
-            run_command(caller, task_commands.answer_question, front="mcp", number=question.task.number,
-                        question=question.pk, data={"body": str(content.get("answer", "")),
-                                                    "option": content.get("option")})
+            answer = run_command(caller, task_commands.answer_question, front="mcp", number=question.task.number,
+                                 question=question.pk, data={"body": str(content.get("answer", "")),
+                                                             "option": content.get("option")})
+            if answer.status >= 400 and answer.status != 409:
+                refused = refused or Refused(answer.body)
+                continue
+        handled.append(key)
     if handled:
         run_command(caller, call_commands.set_aside_inputs, front="mcp", call=task_id, keys=handled)
+    if refused is not None:
+        raise refused
     return {"resultType": "complete"}
 
 
@@ -177,8 +184,10 @@ def method(action):
             try:
                 found = action(CALLER.get(), params.task_id, *(
                     [params.input_responses] if isinstance(params, UpdateParams) else []))
-            except (NotFound, Refused) as error:
-                raise MCPError(INVALID_PARAMS, str(error)) from None
+            except NotFound as error:
+                raise MCPError(INVALID_PARAMS, str(error), data=error.as_body()) from None
+            except Refused as error:  # the REST problem body, as a tool's refusal carries it
+                raise MCPError(INVALID_PARAMS, str(error), data=error.body) from None
             return {"resultType": "complete", **found}
         return await sync_to_async(run, thread_sensitive=True)()
     return handle

@@ -118,3 +118,34 @@ def test_the_wait_for_a_held_ready_row_keeps_no_lock():
             other.close()
 
     in_transaction(wait_then_look_from_elsewhere)
+
+
+def test_two_nexts_waiting_on_each_others_rows_end_in_a_look_again_not_an_error():
+    """ready_once_unlocked's wait (a next that found every ready row held): two such waits, each
+    holding a row the other's queue reaches first (as a claim statement keeps a row it locked and
+    did not claim), are a deadlock PostgreSQL breaks; the next it ends looks again instead of
+    failing."""
+    space = load_agent_lab()
+    creator, _ = member_with_key(space, "steward")
+    first = create_task(space=space, actor=creator, title="labelled a", labels=["a"])
+    second = create_task(space=space, actor=creator, title="labelled b", labels=["b"])
+    holding = threading.Barrier(2)
+    answers: list[object] = []
+
+    def agent(held: Task, asks: str) -> None:
+        try:
+            with transaction.atomic():
+                Task.objects.select_for_update().get(pk=held.pk)  # the row it locked, not claimed
+                holding.wait()
+                answers.append(claims.ready_once_unlocked(space=space, labels=[asks]))
+        except BaseException as error:  # noqa: BLE001  (the test reports it)
+            answers.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=agent, args=(second, "a")), threading.Thread(target=agent, args=(first, "b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert answers == [True, True]
