@@ -231,3 +231,44 @@ def test_a_cancelled_task_answers_cancelled_and_another_members_task_is_unknown(
         assert anyio.run(peek) == "-32602"
     create_task(space=space, actor=agent, title="Comes after the cancel")
     assert Claim.objects.count() == 0  # a cancelled call claims nothing
+
+
+def test_hostile_task_requests_are_invalid_params_never_a_server_error():
+    space = load_agent_lab()
+    _, writer = member_with_key(space, "writer", "agent-1")
+
+    async def send_all() -> list[int]:
+        from mcp import ClientSession
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import EmptyResult, Request, RequestParams
+
+        class Loose(RequestParams):
+            model_config = ConfigDict(extra="allow")
+
+        def request(method: str, **params: Any):
+            class Hostile(Request[Loose, str]):
+                pass
+            return Hostile(method=method, params=Loose(**params))
+
+        codes = []
+        http, streams = connected(base, writer)
+        async with http, streams as (read, write):
+            async with ClientSession(read, write, extensions={TASKS: {}}) as session:
+                await session.discover()
+                for method, params in [("tasks/get", {"taskId": "x" * 5000}), ("tasks/get", {}),
+                                       ("tasks/get", {"taskId": "not-a-task"}), ("tasks/get", {"taskId": 5}),
+                                       ("tasks/cancel", {"taskId": "\u0000"}),
+                                       ("tasks/update", {"taskId": "00000000-0000-0000-0000-000000000000",
+                                                         "inputResponses": [1, 2]}),
+                                       ("tasks/update", {"taskId": "00000000-0000-0000-0000-000000000000",
+                                                         "inputResponses": {"question-1": "yes"}})]:
+                    try:
+                        await session.send_request(request(method, **params), EmptyResult)
+                        codes.append(0)
+                    except MCPError as error:
+                        codes.append(error.error.code)
+        return codes
+
+    with gunicorn(workers=1) as base:
+        assert anyio.run(send_all) == [-32602] * 7
+    assert LongCall.objects.count() == 0
