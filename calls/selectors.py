@@ -5,6 +5,7 @@ import uuid
 
 from calls.models import LongCall
 from common.refusals import NotFound
+from idempotency.models import Operation, OperationState
 from spaces.models import Member
 
 
@@ -20,3 +21,9 @@ def get_call(member: Member, call_id: object, *, lock: bool = False) -> LongCall
     if found is None:
         raise NotFound(f"No task {str(call_id)[:100]!r} of yours.")
     return found
+
+
+def settled(call: LongCall) -> Operation | None:
+    """The call's operation once its work is done (its answer stored), else None."""
+    return Operation.objects.filter(space_id=call.space_id, member_id=call.member_id, key=call.idempotency_key,
+                                    state=OperationState.COMPLETED).first()

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 
 import anyio
 import pytest
+from django.db import connection
 from pydantic import ConfigDict
 
 from calls.models import LongCall
@@ -63,7 +64,7 @@ def task_types():
 
 
 async def follow_as_tasks(base: str, key: str, calls: list[tuple[str, dict]], *, answer_inputs=None,
-                          cancel: bool = False) -> dict[str, Any]:
+                          cancel: bool = False, before_cancel=None) -> dict[str, Any]:
     """``calls`` through a session that declares the Tasks extension; a task returned is followed
     with tasks/get at its poll interval (``answer_inputs(requests)`` answers what it asks, through
     tasks/update; ``cancel`` cancels it at once). What was seen, by call."""
@@ -77,6 +78,8 @@ async def follow_as_tasks(base: str, key: str, calls: list[tuple[str, dict]], *,
 
     async def resolve(created, session) -> CallToolResult:
         seen["tasks"].append(created.task_id)
+        if before_cancel is not None:
+            await anyio.to_thread.run_sync(before_cancel, created.task_id)
         if cancel:
             await session.send_request(CancelTask(params=TaskIdParams(task_id=created.task_id)), EmptyResult)
         while True:
@@ -231,6 +234,37 @@ def test_a_cancelled_task_answers_cancelled_and_another_members_task_is_unknown(
         assert anyio.run(peek) == "-32602"
     create_task(space=space, actor=agent, title="Comes after the cancel")
     assert Claim.objects.count() == 0  # a cancelled call claims nothing
+
+
+def test_a_task_cancelled_while_a_poll_claimed_ends_with_the_claim_not_cancelled():
+    """A poll that read the call before the cancel committed may claim after it: the task then
+    ends completed with that claim (nobody's claim goes unheard of), never cancelled."""
+    import time as clock
+
+    from commands.base import COMMANDS
+    from commands.running import Caller, run_command
+
+    space = load_agent_lab()
+    agent, writer = member_with_key(space, "writer", "agent-1")
+    with gunicorn(workers=1) as base:
+        def follow_then_cancel():
+            return follow_as_tasks(base, writer, [("next_task", {"wait": 30})], cancel=True, before_cancel=late_poll)
+
+        def late_poll(task_id: str) -> None:  # the poll in flight: it claims as the cancel lands
+            try:
+                create_task(space=space, actor=agent, title="Claimed by the poll in flight")
+                call = LongCall.objects.get(pk=task_id)
+                run_command(Caller(member=agent, raw_key=writer), COMMANDS[call.tool], front="mcp",
+                            data=call.arguments["data"], idempotency_key=call.idempotency_key,
+                            followed_until=clock.monotonic() + 5, **call.arguments["lookups"])
+            finally:
+                connection.close()  # this thread's own
+
+        seen = anyio.run(follow_then_cancel)
+    assert seen["statuses"] == ["completed"]
+    [(error, answer)] = seen["results"]
+    assert not error and answer["task"]["title"] == "Claimed by the poll in flight"
+    assert Claim.objects.count() == 1
 
 
 def test_hostile_task_requests_are_invalid_params_never_a_server_error():

@@ -32,7 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from calls import commands as call_commands
-from calls.selectors import get_call
+from calls.selectors import get_call, settled
 from commands.base import COMMANDS, Command
 from commands.running import Caller, run_command
 from commands.unit import Answer, WaitElsewhere
@@ -119,7 +119,12 @@ def poll(caller: Caller, task_id: str) -> dict[str, Any]:
     call = get_call(caller.member, task_id)
     body = call_commands.call_body(call)
     if call.cancelled_at is not None:
-        return task_of(body, "cancelled", statusMessage="Cancelled by its caller.")
+        # A poll that began before the cancel may have finished the work after it: then the task
+        # ends with that work (the extension allows it), not with a claim nobody hears of.
+        done = settled(call)
+        if done is None:
+            return task_of(body, "cancelled", statusMessage="Cancelled by its caller.")
+        return task_of(body, "completed", result=tool_result(Answer.stored(done)))
     remaining = max(0.0, (call.deadline - datetime.now(tz.utc)).total_seconds())
     try:
         answer = run_command(caller, COMMANDS[call.tool], front="mcp", data=call.arguments["data"],
