@@ -1,8 +1,9 @@
 """Binding, reservations, occupancy and holds (SPEC §4.3–§4.5, §5.2).
 
-A create is a two-phase command (``tasks.commands.create_in_two_phases``): ``reserve`` in its
-first phase, committed, then the mutation statement (``reservation_taken``, ``occupancy_of``;
-a note: ``occupy``, and ``release_reservation`` if that fails) in its second.
+A create reserves (``reserve``), then runs the mutation statement (``reservation_taken``,
+``occupancy_of``; a note: ``occupy``, and ``release_reservation`` if that fails): a single
+create in one transaction (``tasks.commands.create_once``), a window or a note in two, the
+reservations committed first.
 """
 from __future__ import annotations
 
@@ -236,9 +237,8 @@ def reserve(
     row lock: a stale reservation (past ``expires_at``) is taken over, so a crashed
     process never blocks a key longer than the window, with or without the operator
     command; so is one left by the same idempotent operation (a retry does not lose to
-    itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``. The caller commits
-    the reservation next (``UnitOfWork.commit_phase``).
-    """
+    itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``. A single create's
+    reservation commits with its task; a window's and a note's, next (``UnitOfWork.commit_phase``)."""
     now = timezone.now()
     fields = reservation_fields(space=space, member=member, payload_sha256=payload_sha256,
                                 operation=operation, now=now)

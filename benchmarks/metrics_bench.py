@@ -27,13 +27,13 @@ def add_spaces(first: int, last: int, tasks: int) -> None:
     from commands.unit import in_transaction, in_unit
     from spaces import services
     from tasks import claims
-    from tasks.commands import create_in_two_phases
+    from tasks.commands import create_once
 
     for n in range(first, last):
         space = services.create_space(slug=f"space-{n}", name=f"Space {n}")
         member = services.add_member(space=space, role="writer", name="writer")
         for k in range(tasks):
-            in_unit(create_in_two_phases, space=space, actor=member, title=f"Work item {k} of space {n}")
+            in_unit(create_once, space=space, actor=member, title=f"Work item {k} of space {n}")
         in_transaction(claims.claim_next_task, space=space, member=member)
 
 

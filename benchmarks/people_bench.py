@@ -80,7 +80,7 @@ def main() -> None:
     url = fresh_database()
     from commands.unit import in_unit
     from spaces import services
-    from tasks.commands import create_in_two_phases
+    from tasks.commands import create_once
 
     def space_with_keys(slug: str, count: int) -> tuple[object, list[str]]:
         space = services.create_space(slug=slug, name=slug)
@@ -92,7 +92,7 @@ def main() -> None:
     steward = services.add_member(space=ask_space, role="steward", name="lead")
     lead = services.issue_key(member=steward)[1]
     for number in range(1, args.askers + 1):
-        in_unit(create_in_two_phases, space=ask_space, actor=steward, title=f"Work item number {number}",
+        in_unit(create_once, space=ask_space, actor=steward, title=f"Work item number {number}",
                 catalog_version=ask_space.catalog_version)
     _, next_keys = space_with_keys("waiting", args.askers)
 

@@ -21,10 +21,11 @@ a two-phase command, and ``UnitOfWork.commit_phase`` is its one boundary: what t
 so far commits, and the unit goes on in a new transaction, which takes the unit's liveness
 lock again before it writes (``commit_phase(hold=True)``, or the mutation statement itself:
 ``lock_params``); a unit whose operation another attempt took over in between writes nothing.
-Two commands have two phases: create (SPEC §4.5: the reservation commits, then the task is
-inserted; a crash between them leaves a reservation naming the operation, which the retry
-takes over) and ``next`` when it meets a claim past its expiry (the lapse commits, then the
-claim: ``tasks.commands.claim_next``). The answer always commits with the last phase.
+Windows and review notes have two phases (SPEC §4.7, §4.8: the reservations commit, then the
+tasks are inserted; a crash between them leaves reservations naming the operation, which the
+retry takes over), and so has ``next`` when it meets a claim past its expiry (the lapse commits,
+then the claim: ``tasks.commands.claim_next``). A single create is one transaction (SPEC §4.5 as
+amended). The answer always commits with the last phase.
 """
 from __future__ import annotations
 
@@ -177,8 +178,9 @@ class UnitOfWork:
     # Lock order. Every unit takes its locks in this order, so no two units wait for each other:
     #   1. the unit's liveness lock (an advisory lock on (member, Idempotency-Key), or the
     #      unit's own): taken by the first touch, and again first thing in each new phase;
-    #   2. a create's reservation row (unique on space and key): taken in create's first
-    #      phase, which commits before anything else is locked (commit_phase);
+    #   2. a create's reservation row (unique on space and key): a single create holds it to
+    #      its commit (a rival create of the key waits on its index entry); a window's and a
+    #      note's first phase commits before anything else is locked (commit_phase);
     #   3. task rows (FOR NO KEY UPDATE): one task's by the commands that change it
     #      (tasks.selectors.get_task(lock=True)), several in id order (tasks.lapses.lapse_due;
     #      the work graph takes its space's advisory lock, then its tasks' rows FOR SHARE);

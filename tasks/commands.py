@@ -81,16 +81,18 @@ def task_and(task: Task, **parts: Any) -> dict:
 # --- Creating work (SPEC §4) -----------------------------------------------------------------
 
 
-# A create is a two-phase command (commands.unit): the reservation commits before the
-# mutation (SPEC §4.5), which commits with the unit and its answer. The services do each phase's
-# work given their inputs; the phases and the unit's lock are decided here.
+# A create is one transaction (SPEC §4.5 as amended): its reservation commits with its task,
+# occupancy and answer, once. A create of the same key meanwhile waits on the reservation's
+# unique index entry, never a sleep, and answers by what committed: the occupant (409), or, when
+# this one rolled back, nothing in its way. A window and a review note keep two phases (their
+# reservations commit first): the services do each phase's work given their inputs; the phases
+# and the unit's lock are decided here.
 
 
-def create_in_two_phases(*, unit: UnitOfWork, space: Space, actor: Member, **fields: Any) -> Task:
+def create_once(*, unit: UnitOfWork, space: Space, actor: Member, **fields: Any) -> Task:
     """Create a task unless its conflict key is taken; raises the 409/422 of SPEC §4.6. The one
     create every front and the suite run (``commands.unit.in_unit`` for the suite)."""
     intent = services.reserve_task(space=space, actor=actor, operation=unit.operation, **fields)
-    unit.commit_phase(hold=False)  # the mutation statement takes the unit's lock again
     return mutate(unit, intent)
 
 
@@ -116,7 +118,7 @@ def mutate(unit: UnitOfWork, intent: services.CreateIntent) -> Task:
 @command("create_task", Role.WRITER, input=TaskCreateSerializer)
 def create_task(member: Member, *, unit: UnitOfWork, **data: Any) -> Reply:
     # The space came with the API key in this request, catalog version included.
-    task = create_in_two_phases(unit=unit, space=member.space, actor=member,
+    task = create_once(unit=unit, space=member.space, actor=member,
                                 catalog_version=member.space.catalog_version, **data)
     return Reply(201, created_body(task))
 

@@ -1,12 +1,13 @@
 """Creating tasks and notes: reserve, then mutate (SPEC §4.5–§4.8).
 
-Each create is two phases, and the services here are each phase's work, given their inputs
+Each create is two steps, and the services here are each step's work, given their inputs
 (the operation a reservation is for, the unit's lock as the mutation statement takes it): the
 reservation (``reserve_task``, ``reserve_window``, ``reserve_note``), then the mutation
 (``mutate_task``, ``insert_note``), which inserts the task and its occupancy and drops the
-reservation. The command layer runs them as a two-phase command (``tasks.commands.create_in_two_phases``):
-the reservation commits between them (so racing intents see it at once). The occupancy unique
-constraint is the last word: one live task per conflict key, whatever the timing.
+reservation. The command layer runs a single create's in one transaction
+(``tasks.commands.create_once``: a racing intent waits on the reservation's index entry), and a
+window's or a note's as a two-phase command (the reservations commit between them). The
+occupancy unique constraint is the last word: one live task per conflict key, whatever the timing.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from tasks.sql import create_task_statement, remember_labels_sql, task_winner
 
 @dataclass
 class CreateIntent:
-    """A create intent between its two transactions (SPEC §4.5): bound, keyed and reserved."""
+    """A create intent between its reservation and its mutation (SPEC §4.5): bound, keyed and reserved."""
 
     task: Task
     key: ConflictKey

@@ -53,6 +53,6 @@ def member_with_key(space: Space, role: str, name: str | None = None) -> tuple[M
 def create_task(**arguments):
     """A task created as a request would create it: in a unit of work of its own."""
     from commands.unit import in_unit
-    from tasks.commands import create_in_two_phases
+    from tasks.commands import create_once
 
-    return in_unit(create_in_two_phases, **arguments)
+    return in_unit(create_once, **arguments)

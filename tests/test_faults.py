@@ -138,8 +138,8 @@ def test_create_killed_inside_its_work_is_retried_at_once_and_creates_once(agent
     with gunicorn_process(workers=1) as (base, master):
         killed_inside_the_work(base, master, lock_sql="LOCK TABLE tasks_task IN SHARE MODE",
                                statement='INSERT INTO "tasks_task"', path=f"{S}/tasks", key=key, body=body)
-        assert Reservation.objects.filter(operation__key="K1").count() == 1  # its first transaction committed
-        assert not Task.objects.exists()
+        # One transaction (SPEC §4.5 as amended): nothing of the attempt stayed, reservation included
+        assert not Reservation.objects.exists() and not Operation.objects.exists() and not Task.objects.exists()
         retried = retry_until_answered(base, f"{S}/tasks", key, "K1", body)
     assert retried.status_code == 201, retried.text
     assert Task.objects.count() == 1 and retried.json()["number"] == 1

@@ -49,40 +49,36 @@ def round_trips(expected: int) -> Iterator[list[str]]:
 
 
 def test_create(warm):
-    # Two transactions of the unit (SPEC §4.5): the reservation commits, then the task with its
-    # occupancy. Key, BEGIN, reserve, COMMIT, BEGIN, the similar tasks' term counts (SPEC §16:
-    # the title binds no slot), mutation, COMMIT. No live title has its words, so there are no
-    # candidates to read:
-    with round_trips(8) as sent:
+    # One transaction (SPEC §4.5 as amended): key, BEGIN, reserve, the similar tasks' term counts
+    # (SPEC §16: the title binds no slot), mutation, COMMIT. No live title has its words, so
+    # there are no candidates to read:
+    with round_trips(6) as sent:
         assert warm.api.post(f"{S}/tasks", {"title": "Retry policy"}).status_code == 201
     assert not any(s.startswith("WITH q AS (SELECT * FROM unnest(") for s in sent)  # the candidates' read
 
 
 def test_create_with_a_word_other_titles_have_reads_its_candidates(warm):
     warm.api.post(f"{S}/tasks", {"title": "Retry policy"})
-    # Key, BEGIN, reserve, COMMIT, BEGIN, the term counts, the candidates sharing "retry",
-    # mutation, COMMIT:
-    with round_trips(9):
+    # Key, BEGIN, reserve, the term counts, the candidates sharing "retry", mutation, COMMIT:
+    with round_trips(7):
         response = warm.api.post(f"{S}/tasks", {"title": "Retry policy for webhooks"})
     assert response.status_code == 201 and [t["title"] for t in response.json()["similar"]] == ["Retry policy"]
 
 
 def test_create_with_blockers_commits_the_task_with_its_edges(warm, space):
     create_task(space=space, actor=warm.member, title="Blocker")
-    # key, BEGIN with the blocker's lookup, reserve, COMMIT (the reservation), BEGIN with the
-    # similar tasks' term counts, the mutation, the blocker locked and read, the edge, its event,
-    # COMMIT: the edges commit with the task
-    with round_trips(13) as sent:
+    # key, BEGIN with the blocker's lookup, reserve, the similar tasks' term counts, the mutation,
+    # the blocker locked and read, the edge, its event, COMMIT: the edges commit with the task
+    with round_trips(11) as sent:
         response = warm.api.post(f"{S}/tasks", {"title": "Retry policy", "blocked_by": [1]})
     assert response.status_code == 201 and response.json()["blocked_by"] == [1]
-    assert sent[-1] == "COMMIT" and sum(s == "BEGIN" for s in sent) == 2
+    assert sent[-1] == "COMMIT" and sum(s == "BEGIN" for s in sent) == 1
 
 
 def test_create_with_a_new_idempotency_key(warm):
-    # BEGIN, first touch (key, lock, operation), reserve, COMMIT (the reservation), BEGIN, the
-    # similar tasks' term counts, mutation (which takes the lock again), settlement, COMMIT (the
-    # work with its answer)
-    with round_trips(9):
+    # BEGIN, first touch (key, lock, operation), reserve, the similar tasks' term counts, mutation
+    # (which takes the lock again, its own), settlement, COMMIT (the work with its answer)
+    with round_trips(7):
         response = warm.api.post(f"{S}/tasks", {"title": "Retry policy"}, headers={"Idempotency-Key": "k1"})
     assert response.status_code == 201
 

@@ -206,9 +206,18 @@ def test_expire_and_purge_operations(writer):
     assert list(Operation.objects.values_list("key", flat=True)) == ["running"]
 
 
+# A window keeps two phases (its reservations commit, then its tasks): the runner's rules for an
+# attempt between its two transactions are held on it. (A single create is one transaction.)
+WINDOW = {"proposals": [TITLE]}
+
+
+def window(persona, key):
+    return post(persona, key, body=WINDOW, path=f"{S}/tasks/window")
+
+
 def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_says_in_progress(
         writer, space, monkeypatch):
-    """Create's second transaction finds another attempt holding the operation's lock: no task,
+    """A window's second transaction finds another attempt holding the operation's lock: no task,
     no settled answer; once that attempt is gone, a retry creates the task."""
     from django.db import connections
 
@@ -227,7 +236,7 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
 
     monkeypatch.setattr(UnitOfWork, "commit_phase", commit_then_lose_the_lock)
     try:
-        response = post(writer, "k1")
+        response = window(writer, "k1")
         assert response.status_code == 409 and response.json()["error"] == "idempotency_in_progress"
         assert not Task.objects.exists()
         assert Operation.objects.get().state == OperationState.IN_PROGRESS  # its first transaction only
@@ -235,12 +244,13 @@ def test_an_attempt_overtaken_between_its_transactions_writes_nothing_more_and_s
         other.rollback()
         other.close()
     monkeypatch.setattr(UnitOfWork, "commit_phase", real_commit)
-    retried = post(writer, "k1")
-    assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
+    retried = window(writer, "k1")
+    assert retried.status_code == 200 and retried.json()["results"][0]["status"] == 201
+    assert Task.objects.count() == 1 and not Reservation.objects.exists()
 
 
 def test_an_attempt_whose_reservation_a_retry_replaced_says_in_progress_not_reserved(writer, space, monkeypatch):
-    """Two attempts of one request both between their two transactions: the retry's first
+    """Two attempts of one window both between their two transactions: the retry's first
     transaction replaced the first attempt's reservation (its own operation's) while the lock was
     free, and committed. The first attempt takes the lock again, finds its reservation gone and
     the key reserved by its own operation: it writes nothing and answers 409
@@ -261,14 +271,15 @@ def test_an_attempt_whose_reservation_a_retry_replaced_says_in_progress_not_rese
 
     monkeypatch.setattr(UnitOfWork, "commit_phase", commit_then_a_retry_replaces_the_reservation)
     try:
-        response = post(writer, "k1")
+        response = window(writer, "k1")
     finally:
         other.close()
     assert response.status_code == 409 and response.json()["error"] == "idempotency_in_progress", response.json()
     assert not Task.objects.exists() and Reservation.objects.get().operation.key == "k1"
     monkeypatch.setattr(UnitOfWork, "commit_phase", real_commit)
-    retried = post(writer, "k1")  # the retry takes over its operation's reservation
-    assert retried.status_code == 201 and Task.objects.count() == 1 and not Reservation.objects.exists()
+    retried = window(writer, "k1")  # the retry takes over its operation's reservation
+    assert retried.status_code == 200 and retried.json()["results"][0]["status"] == 201
+    assert Task.objects.count() == 1 and not Reservation.objects.exists()
 
 
 def test_a_window_that_crashes_midway_leaves_no_task_without_its_answer(writer, space, monkeypatch):
