@@ -44,6 +44,7 @@ def seed(space_id: int, creator_id: int, total: int) -> None:
               "status": "'open'", "cycle": "1", "creator": "%(creator)s", "received_seq": "0", "payload_sha256": "''",
               "superseded_by": "NULL", "closed_by": "NULL", "closed_at": "NULL", "close_reason": "''",
               "created_at": "now()", "updated_at": "now()", "priority": "2", "labels": "'{}'", "budget_usd": "NULL",
+              "approver": "NULL", "setbacks": "0", "ready_since": "now()",
               "title_terms": "ARRAY(SELECT jsonb_array_elements_text(u.terms))"}
     with connection.cursor() as cursor:
         cursor.execute(
