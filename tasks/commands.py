@@ -97,8 +97,9 @@ def create_once(*, unit: UnitOfWork, space: Space, actor: Member, **fields: Any)
 
 
 def mutate(unit: UnitOfWork, intent: services.CreateIntent) -> Task:
-    """A create's second phase. Its statement wrote nothing when another attempt held the unit's
-    lock or the reservation is no longer this intent's. The lock may have been held only for a
+    """A create's mutation (a single create's, or each of a window's in its second phase). Its
+    statement wrote nothing when another attempt held the unit's lock or the reservation is no
+    longer this intent's (a window's, between its phases). The lock may have been held only for a
     moment (a request refused anyway, ``UnitOfWork.hold``), so the mutation runs once more under
     the lock; then the refusal that applies, or this attempt yields to a retry of the same
     request that holds the key now."""

@@ -240,8 +240,8 @@ def reserve_window(*, space: Space, actor: Member, proposals: list[dict], operat
 
 
 def window_results(space: Space, outcomes: Window, mutate: Callable[[CreateIntent], Task]) -> list[WindowResult]:
-    """The second phase of a window: the tasks inserted in order (``mutate``: a create's second
-    phase) in the unit's transaction, the one that commits the window's answer (under an
+    """The second phase of a window: the tasks inserted in order (``mutate``: a create's
+    mutation) in the unit's transaction, the one that commits the window's answer (under an
     Idempotency-Key), so a crash never leaves some of a window's tasks without it. Each proposal
     is answered as a single create would be; one that follows an earlier proposal as a single
     create after that one would be: the earlier one's task, or its refusal."""

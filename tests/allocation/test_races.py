@@ -190,8 +190,8 @@ def test_a_first_attempt_is_never_overtaken_by_a_request_refused_anyway():
     """Seven requests with one Idempotency-Key at once, each with a body of its own: the one
     whose touch stored the operation creates its task, and the six others are refused (422
     idempotency_key_reused, or 409 in progress while it runs). A refused request never takes
-    the operation's lock between the first one's two transactions (the first touch locks only
-    for a request whose tuple matches the operation's), so every round has its 201."""
+    the operation's lock (the first touch locks only for a request whose tuple matches the
+    operation's), so every round has its 201."""
     load_agent_lab()
     space = Space.objects.get(slug="agent-lab")
     _, key = member_with_key(space, "writer", "agent")

@@ -123,7 +123,7 @@ def test_a_duplicate_of_a_live_attempt_is_409_in_progress_and_changes_nothing(wr
 
 
 def test_an_operation_left_in_progress_runs_again_at_once_whatever_its_lease(writer):
-    """A committed in-progress operation (its attempt died between create's two transactions)
+    """A committed in-progress operation (its attempt died between a window's two transactions, or a waited ask's)
     is not waited for: no live attempt holds its lock."""
     from idempotency.services import request_fingerprint
 
