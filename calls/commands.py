@@ -15,7 +15,8 @@ from spaces.models import Member, Role
 
 def call_body(call: LongCall) -> dict[str, Any]:
     return {"id": str(call.id), "tool": call.tool, "deadline": call.deadline.isoformat(),
-            "cancelled": call.cancelled_at is not None, "created_at": call.created_at.isoformat()}
+            "cancelled": call.cancelled_at is not None, "created_at": call.created_at.isoformat(),
+            "updated_at": call.updated_at.isoformat()}
 
 
 @command("follow_call", Role.READER)  # run after the call itself, whose command checked its role

@@ -3,6 +3,7 @@ follows a waited ``next`` and a question against real gunicorn workers; a client
 extension gets the plain call."""
 from __future__ import annotations
 
+import io
 import threading
 import time
 from typing import Any, ClassVar, Literal
@@ -306,3 +307,22 @@ def test_hostile_task_requests_are_invalid_params_never_a_server_error():
     with gunicorn(workers=1) as base:
         assert anyio.run(send_all) == [-32602] * 7
     assert LongCall.objects.count() == 0
+
+
+def test_the_sweep_purges_long_calls_as_old_as_the_operations_they_run(settings):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from calls.services import purge_long_calls
+
+    space = load_agent_lab()
+    agent, _ = member_with_key(space, "writer", "agent-1")
+    old = timezone.now() - timedelta(hours=settings.SPACES_OPERATION_RETENTION_HOURS, minutes=1)
+    for key, made in (("old", old), ("new", timezone.now())):
+        LongCall.objects.create(space=space, member=agent, tool="next_task", idempotency_key=key,
+                                arguments={"data": {"wait": 5}, "lookups": {}}, deadline=made, created_at=made)
+    assert purge_long_calls(dry_run=True) == 1 and LongCall.objects.count() == 2
+    call_command("sweep", stdout=io.StringIO())
+    assert list(LongCall.objects.values_list("idempotency_key", flat=True)) == ["new"]

@@ -33,6 +33,7 @@ from pydantic import Field
 
 from calls import commands as call_commands
 from calls.selectors import get_call, settled
+from idempotency.models import Operation
 from commands.base import COMMANDS, Command
 from commands.running import Caller, run_command
 from commands.unit import Answer, WaitElsewhere
@@ -86,10 +87,16 @@ def iso(moment: datetime) -> str:
 
 
 def task_of(call: dict[str, Any], status: str, **details: Any) -> dict[str, Any]:
-    """The extension's ``Task``, with what its status carries (``result``, ``inputRequests``)."""
+    """The extension's ``Task``, with what its status carries (``result``, ``inputRequests``);
+    last updated when its row last changed (made, cancelled, an input answered)."""
     return {"taskId": call["id"], "status": status, "createdAt": call["created_at"],
-            "lastUpdatedAt": iso(datetime.now(tz.utc)), "ttlMs": TTL_MS, "pollIntervalMs": POLL_INTERVAL_MS,
-            **details}
+            "lastUpdatedAt": call["updated_at"], "ttlMs": TTL_MS, "pollIntervalMs": POLL_INTERVAL_MS, **details}
+
+
+def completed(call: dict[str, Any], answer: Answer, done: Operation | None) -> dict[str, Any]:
+    """The task ended with the call's answer, last updated when its operation settled."""
+    when = iso(done.completed_at) if done is not None and done.completed_at else iso(datetime.now(tz.utc))
+    return task_of({**call, "updated_at": when}, "completed", result=tool_result(answer))
 
 
 def tool_result(answer: Answer) -> dict[str, Any]:
@@ -114,9 +121,9 @@ def input_requests(caller: Caller, responded: list[str]) -> dict[str, tuple[Any,
     return asked
 
 
-def poll(caller: Caller, task_id: str) -> dict[str, Any]:
+def poll(caller: Caller, params: "TaskParams") -> dict[str, Any]:
     """``tasks/get``: the call run again with its key until its deadline (module docstring)."""
-    call = get_call(caller.member, task_id)
+    call = get_call(caller.member, params.task_id)
     body = call_commands.call_body(call)
     if call.cancelled_at is not None:
         # A poll that began before the cancel may have finished the work after it: then the task
@@ -124,7 +131,7 @@ def poll(caller: Caller, task_id: str) -> dict[str, Any]:
         done = settled(call)
         if done is None:
             return task_of(body, "cancelled", statusMessage="Cancelled by its caller.")
-        return task_of(body, "completed", result=tool_result(Answer.stored(done)))
+        return completed(body, Answer.stored(done), done)
     remaining = max(0.0, (call.deadline - datetime.now(tz.utc)).total_seconds())
     try:
         answer = run_command(caller, COMMANDS[call.tool], front="mcp", data=call.arguments["data"],
@@ -135,18 +142,18 @@ def poll(caller: Caller, task_id: str) -> dict[str, Any]:
         if asked:
             return task_of(body, "input_required", inputRequests={key: request for key, (_, request) in asked.items()})
         return task_of(body, "working")
-    return task_of(body, "completed", result=tool_result(answer))
+    return completed(body, answer, settled(call))
 
 
-def update(caller: Caller, task_id: str, responses: dict[str, Any]) -> dict[str, Any]:
+def update(caller: Caller, params: "UpdateParams") -> dict[str, Any]:
     """``tasks/update``: each accepted elicitation answers its question (the ``answer`` command:
     the first answer wins, so one answered meanwhile is set aside too); a declined one is set
     aside. Keys not outstanding are ignored. An answer the command refuses (an option not among
     the question's) stays outstanding, and the refusal is the request's error."""
-    call = get_call(caller.member, task_id)
+    call = get_call(caller.member, params.task_id)
     outstanding = input_requests(caller, call.responded)
     handled, refused = [], None
-    for key, response in responses.items():
+    for key, response in params.input_responses.items():
         if key not in outstanding or not isinstance(response, dict):
             continue
         content = response.get("content") if isinstance(response.get("content"), dict) else {}
@@ -160,14 +167,14 @@ def update(caller: Caller, task_id: str, responses: dict[str, Any]) -> dict[str,
                 continue
         handled.append(key)
     if handled:
-        run_command(caller, call_commands.set_aside_inputs, front="mcp", call=task_id, keys=handled)
+        run_command(caller, call_commands.set_aside_inputs, front="mcp", call=call.pk, keys=handled)
     if refused is not None:
         raise refused
     return {"resultType": "complete"}
 
 
-def cancel(caller: Caller, task_id: str) -> dict[str, Any]:
-    answer = run_command(caller, call_commands.cancel_call, front="mcp", call=task_id)
+def cancel(caller: Caller, params: "TaskParams") -> dict[str, Any]:
+    answer = run_command(caller, call_commands.cancel_call, front="mcp", call=params.task_id)
     if answer.status >= 400:
         raise Refused(answer.body)
     return {"resultType": "complete"}
@@ -187,8 +194,7 @@ def method(action):
     async def handle(ctx, params: TaskParams) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             try:
-                found = action(CALLER.get(), params.task_id, *(
-                    [params.input_responses] if isinstance(params, UpdateParams) else []))
+                found = action(CALLER.get(), params)
             except NotFound as error:
                 raise MCPError(INVALID_PARAMS, str(error), data=error.as_body()) from None
             except Refused as error:  # the REST problem body, as a tool's refusal carries it
