@@ -229,7 +229,7 @@ def purge_conflict_counts(*, dry_run: bool = False) -> int:
 
 def reserve(
     *, space: Space, key: ConflictKey, member: Member, payload_sha256: str, operation: Operation | None,
-    work_item_id: str | None = None, winner: sql.Winner = sql.no_task_winner,
+    commits_alone: bool, work_item_id: str | None = None, winner: sql.Winner = sql.no_task_winner,
 ) -> Reservation:
     """Steps 2–4 of SPEC §4.5 in one statement (``allocation.sql.reserve``); raises the 409 that applies.
 
@@ -238,7 +238,8 @@ def reserve(
     process never blocks a key longer than the window, with or without the operator
     command; so is one left by the same idempotent operation (a retry does not lose to
     itself). The arrival number (SPEC §4.5) is ``reservation.received_seq``. A single create's
-    reservation commits with its task; a window's and a note's, next (``UnitOfWork.commit_phase``)."""
+    reservation commits with its task; a window's and a note's, next (``UnitOfWork.commit_phase``):
+    ``commits_alone``, and that commit need not wait for the disk (``sql.reserve``)."""
     now = timezone.now()
     fields = reservation_fields(space=space, member=member, payload_sha256=payload_sha256,
                                 operation=operation, now=now)
@@ -247,6 +248,7 @@ def reserve(
             "space": space.pk, "kind": key.kind, "target": key.target, "delivery_mode": key.delivery_mode,
             "work_item_id": work_item_id or "", "payload_sha256": payload_sha256, "member": member.pk,
             "operation": operation.pk if operation else None, "now": now, "expires_at": fields["expires_at"],
+            "commits_alone": commits_alone,
         })
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     if "held" in rows:

@@ -22,11 +22,13 @@ NEXT_RECEIVED_SEQ = "nextval('allocation_received_seq')"  # an intent's arrival 
 # empty answer means another intent's reservation holds the key. The arrival number comes
 # from the sequence here, so it follows the order intents reach the allocator.
 #
-# The transaction that commits a reservation does not wait for the disk
-# (synchronous_commit off, for that transaction only): it promises nothing durable. The
-# reservation table is UNLOGGED, and what else that transaction may hold (an attempt's
-# first touch, an earlier proposal of a window) is answered only by a later transaction
-# that commits an operation's answer or a task synchronously, and so flushes it too.
+# A transaction that commits reservations alone (a window's or a note's first phase:
+# ``commits_alone``) does not wait for the disk (synchronous_commit off, for that transaction
+# only): it promises nothing durable. The reservation table is UNLOGGED, and what else that
+# transaction may hold (an attempt's first touch, an earlier proposal of a window) is answered
+# only by a later transaction that commits an operation's answer or a task synchronously, and
+# so flushes it too. A single create's reservation commits with its task and answer, so that
+# transaction keeps the setting it has.
 
 
 # The part that names the occupying task a 409 names, given the SQL of the occupancy's task id:
@@ -61,7 +63,9 @@ def reserve(with_hold: bool, winner: Winner) -> Statement:
               "received_seq": NEXT_RECEIVED_SEQ, "payload_sha256": "%(payload_sha256)s", "member": "%(member)s",
               "operation": "%(operation)s", "created_at": "%(now)s", "expires_at": "%(expires_at)s"}
     named = winner("o.task_id")
-    not_durable = Cte("not_durable", "SELECT set_config('synchronous_commit', 'off', true)", materialized=True)
+    not_durable = Cte("not_durable", "SELECT set_config('synchronous_commit', CASE WHEN %(commits_alone)s "
+                                     "THEN 'off' ELSE current_setting('synchronous_commit') END, true)",
+                      materialized=True)
     held = Cte("held", f"SELECT 1 FROM {table(SlotHold)} WHERE space_id = %(space)s "
                        f"AND work_item_id = %(work_item_id)s AND {'true' if with_hold else 'false'}")
     occupant = Cte("occupant", f"SELECT o.task_id, o.note_id, {named.col('number')}, {named.col('status')} "

@@ -32,6 +32,9 @@ from benchmarks.common import bench_database_url, recreate_database  # noqa: E40
 ROUTES = {
     # name: (path, body, extra headers); {n} is the request's number
     "create": ("/v1/spaces/bench/tasks", '{{"title": "task {n}"}}', {}),
+    # floor_bench.py's titles sharing words ({k}: a seeded title's number, {a}: an agent's),
+    # with --open among thousands of live titles that have them
+    "create-shared": ("/v1/spaces/bench/tasks", '{{"title": "task run-{n}-{a}-{k} agent {a}"}}', {}),
     "create+key": ("/v1/spaces/bench/tasks", '{{"title": "task {n}"}}', {"HTTP_IDEMPOTENCY_KEY": "k{n}"}),
     "replay": ("/v1/spaces/bench/tasks", '{{"title": "replayed"}}', {"HTTP_IDEMPOTENCY_KEY": "r"}),
     "409": ("/v1/spaces/bench/tasks", '{{"title": "review agent benchmark"}}', {}),
@@ -112,6 +115,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--statements", action="store_true",
                         help="also time each statement the route sends (without the profiler)")
+    parser.add_argument("--open", type=int, default=0,
+                        help="open tasks in the space first, titled as benchmarks/floor_bench.py's seed")
     parser.add_argument("--save", type=Path, help="also write the profile there (pstats), to compare two checkouts")
     args = parser.parse_args()
 
@@ -133,11 +138,21 @@ def main() -> None:
 
     create_tables()
     keys = prepare()
+    if args.open:
+        from benchmarks.floor_bench import seed
+        from spaces.models import Member, Space
+
+        space = Space.objects.get(slug="bench")
+        seed(space.pk, Member.objects.filter(space=space).first().pk, args.open)
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     handler = WSGIHandler()
 
     def call(n: int, route: str = args.route) -> int:
         path, body, headers = ROUTES[route]
-        data = body.format(n=n).encode()
+        data = body.format(n=n, a=n % 8, k=n % 20_000 + 1).encode()
         environ = {
             "REQUEST_METHOD": "POST", "PATH_INFO": path, "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
             "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(data), "CONTENT_LENGTH": str(len(data)),

@@ -109,11 +109,13 @@ def reserve_task(*, space: Space, actor: Member, title: str, body: str = "",
     if if_similar == "refuse":
         look_for_similar(task, refuse=True)
     return reserve_bound(task, key, actor=actor, operation=operation, blocked_by=blockers, approval=approval,
-                         approver=named_approver)
+                         approver=named_approver, commits_alone=False)
 
 
 def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, operation: Operation | None,
-                  blocked_by: list[Task] = (), approval: bool = False, approver: Member | None = None) -> CreateIntent:
+                  blocked_by: list[Task] = (), approval: bool = False, approver: Member | None = None,
+                  commits_alone: bool) -> CreateIntent:
+    """``commits_alone``: the reservation commits before the task is inserted (a window's)."""
     space = task.space
     task.creator = actor
     task.approver = approver
@@ -121,7 +123,7 @@ def reserve_bound(task: Task, key: ConflictKey, *, actor: Member, operation: Ope
         task.status = TaskStatus.PROPOSED  # SPEC §21: occupies its key, not ready until approved
     reservation = allocation.reserve(
         space=space, key=key, member=actor, payload_sha256=task.payload_sha256, work_item_id=task.work_item_id,
-        operation=operation, winner=task_winner,
+        operation=operation, winner=task_winner, commits_alone=commits_alone,
     )
     task.received_seq = reservation.received_seq
     return CreateIntent(task, key, reservation, list(blocked_by))
@@ -233,7 +235,7 @@ def reserve_window(*, space: Space, actor: Member, proposals: list[dict], operat
                 look_for_similar(task, refuse=True)
             first_with_key[key] = index
             outcomes.append(reserve_bound(task, key, actor=actor, operation=operation, blocked_by=blockers,
-                                          approval=approval, approver=named_approver))
+                                          approval=approval, approver=named_approver, commits_alone=True))
         except DomainError as error:
             outcomes.append(error)
     return outcomes
@@ -284,7 +286,7 @@ def reserve_note(*, task: Task, actor: Member, body: str, criterion: int | None 
     space = task.space
     target = note_target(space.slug, task_number=task.number, criterion=criterion, member_id=actor.pk, body=body)
     key = ConflictKey(ConflictKind.POST_REVIEW_NOTE, target, DeliveryMode.MESSAGE)
-    reservation = allocation.reserve(space=space, key=key, member=actor, operation=operation,
+    reservation = allocation.reserve(space=space, key=key, member=actor, operation=operation, commits_alone=True,
                                      payload_sha256=payload_sha256({"criterion": criterion, "body": body}))
     return NoteIntent(task, actor, body, criterion, key, reservation)
 

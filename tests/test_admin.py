@@ -241,7 +241,7 @@ def test_role_change_in_the_admin_goes_through_the_service(admin_client, space, 
 
 
 def test_expire_now_on_reservations_and_operations(admin_client, space, writer):
-    r = in_transaction(reserve, operation=None, space=space, key=ConflictKey("create_task", "task:agent-lab:x", "result"),
+    r = in_transaction(reserve, operation=None, commits_alone=True, space=space, key=ConflictKey("create_task", "task:agent-lab:x", "result"),
                        member=writer.member, payload_sha256="x")
     action(admin_client, "allocation/reservation", "expire_now", [r.pk])
     assert not Reservation.objects.exists()

@@ -61,7 +61,7 @@ def test_a_retried_create_is_one_task_on_the_server():
     space = load_agent_lab()
     member, key = member_with_key(space, "writer", "retrier")
     blocker, _ = member_with_key(space, "writer", "blocker")
-    held = in_transaction(reserve, operation=None, space=space,
+    held = in_transaction(reserve, operation=None, commits_alone=True, space=space,
                           key=ConflictKey("create_task", "task:agent-lab:retry policy", "result"),
                           member=blocker, payload_sha256="x")
 

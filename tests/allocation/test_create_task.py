@@ -63,7 +63,7 @@ def test_another_delivery_mode_is_another_key(writer):
 
 
 def test_a_live_reservation_answers_409_reserved_with_retry_after(writer, writer2, space):
-    reservation = in_transaction(reserve, operation=None, space=space, key=ConflictKey(**T1_KEY),
+    reservation = in_transaction(reserve, operation=None, commits_alone=True, space=space, key=ConflictKey(**T1_KEY),
                                  member=writer2.member, payload_sha256="x")
     response = create(writer, "Benchmark harness for code-review agents")
     assert response.status_code == 409
@@ -76,7 +76,7 @@ def test_a_live_reservation_answers_409_reserved_with_retry_after(writer, writer
 
 
 def test_a_stale_reservation_is_expired_lazily_by_the_next_create(writer, writer2, space):
-    stale = in_transaction(reserve, operation=None, space=space, key=ConflictKey(**T1_KEY), member=writer2.member, payload_sha256="x")
+    stale = in_transaction(reserve, operation=None, commits_alone=True, space=space, key=ConflictKey(**T1_KEY), member=writer2.member, payload_sha256="x")
     Reservation.objects.filter(pk=stale.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert create(writer, "Benchmark harness for code-review agents").status_code == 201
     assert not Reservation.objects.exists()
@@ -190,9 +190,9 @@ def test_history_lists_the_creation(writer, reader):
 
 
 def test_expire_reservations_deletes_only_stale_ones(writer, space):
-    live = in_transaction(reserve, operation=None, space=space, key=ConflictKey(**T1_KEY), member=writer.member, payload_sha256="x")
+    live = in_transaction(reserve, operation=None, commits_alone=True, space=space, key=ConflictKey(**T1_KEY), member=writer.member, payload_sha256="x")
     other = ConflictKey("create_task", "task:agent-lab:x", "result")
-    stale = in_transaction(reserve, operation=None, space=space, key=other, member=writer.member, payload_sha256="y")
+    stale = in_transaction(reserve, operation=None, commits_alone=True, space=space, key=other, member=writer.member, payload_sha256="y")
     Reservation.objects.filter(pk=stale.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert expire_reservations(dry_run=True) == 1
     assert Reservation.objects.count() == 2

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from allocation import services as allocation
 from allocation.models import Occupancy, Reservation
 from spaces.models import Space
+from commands.unit import UnitOfWork, in_unit
 from tasks import services
+from tasks.commands import create_once, window_results
 from tasks.models import EventKind, Task
 from tests.conftest import load_agent_lab
 from tests.factories import create_task, member_with_key
@@ -76,3 +79,46 @@ def test_the_reservation_statement_takes_the_arrival_number_from_the_sequence():
     second = create_task(space=space, actor=member, title="Write the onboarding guide")
     assert 0 < first.received_seq < second.received_seq
     assert Task.objects.get(pk=second.pk).received_seq == second.received_seq
+
+
+
+def durability() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('synchronous_commit')")
+        return cursor.fetchone()[0]
+
+
+def durability_at_commit(command, **arguments) -> tuple[str, str]:
+    """``synchronous_commit`` as the unit's transaction began, and as it commits after ``command``."""
+    seen = []
+
+    def work(*, unit, **given):
+        seen.append(durability())
+        result = command(unit=unit, **given)
+        seen.append(durability())
+        return result
+
+    in_unit(work, **arguments)
+    return seen[0], seen[-1]
+
+
+def test_a_create_commits_its_task_durably(monkeypatch):
+    """A single create's reservation commits with its task (SPEC §4.5): the reservation alone
+    promises nothing, but that transaction holds the task and its answer, so it waits for the
+    disk like every other. A window's first phase (its reservations alone) need not."""
+    space = load_agent_lab()
+    member, _ = member_with_key(space, "writer")
+    began, committed = durability_at_commit(create_once, space=space, actor=member, title="Retry policy")
+    assert committed == began != "off"
+
+    phases = []
+    real = UnitOfWork.commit_phase
+
+    def noted(self, **kwargs):
+        phases.append(durability())
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(UnitOfWork, "commit_phase", noted)
+    began, committed = durability_at_commit(window_results, member=member, proposals=[
+        {"title": "Write the onboarding guide"}, {"title": "Rotate the signing keys"}])
+    assert phases == ["off"] and committed == began != "off"

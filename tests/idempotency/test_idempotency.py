@@ -139,7 +139,7 @@ def test_an_operation_left_in_progress_runs_again_at_once_whatever_its_lease(wri
 
 
 def test_a_transient_409_reserved_stays_retryable(writer, writer2, space):
-    blocker = in_transaction(reserve, operation=None, space=space,
+    blocker = in_transaction(reserve, operation=None, commits_alone=True, space=space,
                              key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"),
                              member=writer2.member, payload_sha256="x")
     first = post(writer, "k1")
@@ -158,7 +158,7 @@ def test_a_retry_takes_over_its_own_earlier_reservation(writer, space):
         space_id=writer.member.space_id, member=writer.member, key="k1", binding_generation=1, method="POST",
         path=f"{S}/tasks", state=OperationState.IN_PROGRESS, lease_expires_at=timezone.now() + timedelta(seconds=30),
         fingerprint=request_fingerprint("POST", f"{S}/tasks", TITLE))
-    reserve(space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"), member=writer.member,
+    reserve(commits_alone=True, space=space, key=ConflictKey("create_task", "task:agent-lab:slot:T1", "result"), member=writer.member,
             payload_sha256="x", operation=operation)
     response = post(writer, "k1")
     assert response.status_code == 201
