@@ -48,6 +48,11 @@ MAX_SIMILAR = 5
 # A title's candidates scored in full: those sharing the most of its weight. (The best five by
 # score are among them unless many candidates share much but each adds more words of its own.)
 CANDIDATES_SCORED = 4 * MAX_SIMILAR
+# The live titles a title's hints read at most (SPEC §16), its rarest probe terms' first: the
+# work of a create's hints is bounded however many live titles share its words (measured on
+# the labelled pairs: the same precision and recall as reading every candidate,
+# docs/benchmarks.md).
+CANDIDATES_READ = 64
 
 # The Snowball English stop list (snowballstem.org/algorithms/english/stop.txt).
 FUNCTION_WORDS = frozenset("""
@@ -142,8 +147,9 @@ def probe_terms(title_terms: Sequence[str], weights: Weights, threshold: float) 
     least a term can, and looking it up would read a share of the whole space; so a title that
     shares *only* such terms with this one (both made of the space's most common words) is not
     found. That keeps each lookup at most COUNT_CAP index rows a term, however large and
-    repetitive the space."""
-    return [t for t in required_terms(title_terms, weights, threshold) if 0 < weights.counts.get(t, 0) < COUNT_CAP]
+    repetitive the space. Rarest first: a title's candidates are read in this order."""
+    probed = [t for t in required_terms(title_terms, weights, threshold) if 0 < weights.counts.get(t, 0) < COUNT_CAP]
+    return sorted(probed, key=lambda t: (weights.counts[t], t))  # rarest first: read first (CANDIDATES_READ)
 
 
 @dataclass(frozen=True)
@@ -283,7 +289,8 @@ def similar_to(space, title: str, *, exclude: int | None = None) -> list[tuple[C
     at most MAX_SIMILAR, each at least the space's ``similar_threshold``. At most two
     statements: the title's term counts (those not kept from a moment ago), then its best
     candidates (by the weight they share with it, which the statement sums from the weights
-    given) with the counts of their other terms (but the common ones kept)."""
+    given) among at most CANDIDATES_READ read, rarest probe terms first, with the counts of
+    their other terms (but the common ones kept)."""
     title_terms = terms(title)
     if not title_terms:
         return []
@@ -297,7 +304,7 @@ def similar_to(space, title: str, *, exclude: int | None = None) -> list[tuple[C
     with connection.cursor() as cursor:
         cursor.execute(sql.similar_candidates(COUNT_CAP), {
             "space": space.pk, "terms": title_terms, "weights": [weights(t) for t in title_terms], "probe": probe,
-            "exclude": exclude, "keep": CANDIDATES_SCORED, "known": [*title_terms, *common],
+            "exclude": exclude, "read": CANDIDATES_READ, "keep": CANDIDATES_SCORED, "known": [*title_terms, *common],
             # a title must share this much of this one's weight to reach the threshold
             "bound": threshold * weights.total(title_terms) * (1 - 1e-9)})
         for *task, term, count in cursor.fetchall():

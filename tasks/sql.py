@@ -190,21 +190,24 @@ def term_counts(cap: int) -> str:
 @cache
 def similar_candidates(cap: int) -> str:
     """A title's best candidates and what scoring them needs. The candidates: live tasks (the
-    index holds only those) with one of the title's probe terms, but ``exclude``, that share at
-    least ``bound`` of its weight (the title's terms come with their weights: ``terms``,
-    ``weights``), the ``keep`` sharing most; then how many live titles have each of their terms
-    not ``known``, counted up to ``cap``. Rows ``(id, number, title, status, terms, NULL,
-    NULL)``, then ``(NULL, …, term, count)``. Params: space, terms, weights, probe, exclude,
-    bound, keep, known."""
+    index holds only those) with one of the title's probe terms, but ``exclude``; at most
+    ``read`` of them are read, taken term by term in the order ``probe`` gives (rarest first),
+    at most ``cap`` a term. Those that share at least ``bound`` of the title's weight (its terms
+    come with their weights: ``terms``, ``weights``) are kept, the ``keep`` sharing most; then
+    how many live titles have each of their terms not ``known``, counted up to ``cap``. Rows
+    ``(id, number, title, status, terms, NULL, NULL)``, then ``(NULL, …, term, count)``. Params:
+    space, terms, weights, probe, exclude, read, bound, keep, known."""
     index, space, term, task = (table(TitleTerm), column(TitleTerm, "space"), column(TitleTerm, "term"),
                                 column(TitleTerm, "task"))
     tasks, task_id, terms = table(Task), column(Task, "id"), column(Task, "title_terms")
     shown = ", ".join(f"t.{column(Task, name)}" for name in ("id", "number", "title", "status", "title_terms"))
     return (f"WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)), "
+            "found AS MATERIALIZED (SELECT f.task FROM unnest(%(probe)s::text[]) WITH ORDINALITY AS r(term, rank) "
+            f"CROSS JOIN LATERAL (SELECT p.{task} AS task FROM {index} AS p WHERE p.{space} = %(space)s "
+            f"AND p.{term} = r.term AND p.{task} IS DISTINCT FROM %(exclude)s LIMIT {cap}) AS f "
+            "ORDER BY r.rank LIMIT %(read)s), "
             f"candidate AS MATERIALIZED (SELECT {shown}, (SELECT sum(q.w) FROM q WHERE q.term = ANY(t.{terms})) "
-            f"AS shared FROM {tasks} AS t WHERE t.{task_id} IN (SELECT p.{task} FROM {index} AS p "
-            f"WHERE p.{space} = %(space)s AND p.{term} = ANY(%(probe)s::text[])) "
-            f"AND t.{task_id} IS DISTINCT FROM %(exclude)s), "
+            f"AS shared FROM {tasks} AS t WHERE t.{task_id} IN (SELECT found.task FROM found)), "
             "best AS MATERIALIZED (SELECT * FROM candidate WHERE shared >= %(bound)s "
             f"ORDER BY shared DESC, {column(Task, 'number')} LIMIT %(keep)s), "
             f"other AS (SELECT DISTINCT u.term FROM best, unnest(best.{terms}) AS u(term) "

@@ -184,3 +184,41 @@ def test_the_reference_explains_similar_tasks(anonymous):
     assert section["settings"]["similar_threshold"]["default"] == similarity.DEFAULT_THRESHOLD
     assert [r["code"] for r in section["refusals"]] == ["similar_task_exists"]
     assert any("never refuses a create by default" in line for line in section["never"])
+
+
+def cte_rows(plan: dict, name: str) -> int | None:
+    """The rows the CTE ``name`` of an EXPLAIN ANALYZE plan yielded (None: not in the plan)."""
+    if plan.get("Subplan Name") == f"CTE {name}":
+        return plan["Actual Rows"] * plan["Actual Loops"]
+    found = [cte_rows(child, name) for child in plan.get("Plans", [])]
+    return next((rows for rows in found if rows is not None), None)
+
+
+def test_a_title_reads_a_bounded_number_of_candidates_rarest_terms_first(writer):
+    """SPEC §16: the hints read at most CANDIDATES_READ live titles, however many share the
+    title's words, and the rarest words' titles first (they weigh most)."""
+    from django.db import connection
+
+    from tests.factories import create_task
+
+    space, member = writer.member.space, writer.member
+    for word in ("alpha", "beta", "delta"):
+        for n in range(60):
+            create_task(space=space, actor=member, title=f"{word} q{word}{n}")
+    alike = [create_task(space=space, actor=member, title=f"alpha beta delta omega qo{n}") for n in range(10)]
+    title = "alpha beta delta omega"
+    weights = similarity.read_weights(space.pk, similarity.terms(title))
+    probe = similarity.probe_terms(similarity.terms(title), weights, space.similar_threshold)
+    assert probe[0] == "omega" and sum(weights.counts[t] for t in probe) > similarity.CANDIDATES_READ
+
+    sent = []
+    with connection.execute_wrapper(lambda execute, sql, params, many, context: (
+            sent.append((sql, params)) if "ORDINALITY" in sql else None, execute(sql, params, many, context))[1]):
+        similar = similarity.similar_to(space, title)
+    assert len(similar) == similarity.MAX_SIMILAR and {c.number for c, _ in similar} <= {t.number for t in alike}
+    (sql, params), = sent
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0][0]["Plan"]
+    # the candidates read, each scored by the weight it shares with the title
+    assert 0 < cte_rows(plan, "candidate") <= similarity.CANDIDATES_READ
