@@ -8,7 +8,6 @@ from allocation import services as allocation
 from allocation.models import Occupancy, Reservation
 from spaces.models import Space
 from commands.unit import UnitOfWork, in_unit
-from tasks import services
 from tasks.commands import create_once, window_results
 from tasks.models import EventKind, Task
 from tests.conftest import load_agent_lab
