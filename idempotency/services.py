@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -114,10 +114,14 @@ def expire_operations(*, dry_run: bool = False, ids: list[int] | None = None) ->
     return expired
 
 
+def retention_cutoff() -> datetime:
+    """Operations made before this are past their retention (SPACES_OPERATION_RETENTION_HOURS)."""
+    return timezone.now() - timedelta(hours=settings.SPACES_OPERATION_RETENTION_HOURS)
+
+
 def purge_operations(*, dry_run: bool = False) -> int:
     """Delete operations older than the retention (default 24 hours); in-flight ones stay."""
-    cutoff = timezone.now() - timedelta(hours=settings.SPACES_OPERATION_RETENTION_HOURS)
-    old = Operation.objects.filter(created_at__lt=cutoff).exclude(state=OperationState.IN_PROGRESS)
+    old = Operation.objects.filter(created_at__lt=retention_cutoff()).exclude(state=OperationState.IN_PROGRESS)
     if dry_run:
         return old.count()
     return old.delete()[1].get(Operation._meta.label, 0)  # operations, not their cascaded observations

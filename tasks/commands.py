@@ -119,8 +119,8 @@ def mutate(unit: UnitOfWork, intent: services.CreateIntent) -> Task:
 @command("create_task", Role.WRITER, input=TaskCreateSerializer)
 def create_task(member: Member, *, unit: UnitOfWork, **data: Any) -> Reply:
     # The space came with the API key in this request, catalog version included.
-    task = create_once(unit=unit, space=member.space, actor=member,
-                                catalog_version=member.space.catalog_version, **data)
+    task = create_once(unit=unit, space=member.space, actor=member, catalog_version=member.space.catalog_version,
+                       **data)
     return Reply(201, created_body(task))
 
 

@@ -144,10 +144,12 @@ def test_work_there_at_once_answers_without_a_task_and_a_client_without_the_exte
     agent, writer = member_with_key(space, "writer", "agent-1")
     create_task(space=space, actor=agent, title="Ready before the call")
     with gunicorn(workers=1) as base:
-        seen = anyio.run(follow_as_tasks, base, writer, [("next_task", {"wait": 5}), ("next_task", {"wait": 1})])
+        seen = anyio.run(follow_as_tasks, base, writer, [("next_task", {"wait": 5}), ("next_task", {"wait": 1}),
+                                                          ("next_task", {"wait": 61})])
     assert seen["tasks"] and len(seen["tasks"]) == 1  # only the second waited
-    (e1, first), (e2, second) = seen["results"]
+    (e1, first), (e2, second), (e3, third) = seen["results"]
     assert first["task"]["title"] == "Ready before the call" and second == {"task": None}  # the wait ended: nothing
+    assert e3 and third["status"] == 422  # a wait the command refuses is its refusal, not a task
     from tests.test_mcp import run
     with gunicorn(workers=1) as base:
         _, results = run(base, writer, [("next_task", {"wait": 1})])

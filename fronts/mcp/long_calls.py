@@ -78,8 +78,10 @@ FOLLOWING: contextvars.ContextVar[Following | None] = contextvars.ContextVar("mc
 
 
 def waited(arguments: dict[str, Any]) -> bool:
+    """The call asks to wait; whether it may (how long) is its command's to say (a refusal is
+    the plain result)."""
     wait = arguments.get("wait")
-    return isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 < wait <= 60
+    return isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait > 0
 
 
 def iso(moment: datetime) -> str:
